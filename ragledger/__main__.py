@@ -1,0 +1,3 @@
+from ragledger.cli import main
+
+main()

@@ -1,0 +1,7 @@
+"""CLI commands for this area (filled by the issue that builds it)."""
+
+from __future__ import annotations
+
+import click
+
+COMMANDS: list[click.Command] = []

@@ -36,6 +36,7 @@ def _register() -> None:
     from ragledger.cli import (
         audit_commands,
         compile_commands,
+        dbt_commands,
         ingest_commands,
         replay_commands,
         warehouse_commands,
@@ -44,6 +45,7 @@ def _register() -> None:
     for module in (
         warehouse_commands,
         ingest_commands,
+        dbt_commands,
         compile_commands,
         replay_commands,
         audit_commands,

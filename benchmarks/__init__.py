@@ -1,0 +1,1 @@
+"""On-demand benchmarks (not tests): ``python -m benchmarks NAME`` runs ``bench_NAME.py``."""

@@ -1,0 +1,1 @@
+"""Loaders: files -> the ``raw`` schema (released matrix, ragscale audit files, benchmark files)."""

@@ -50,7 +50,9 @@ def connect(
         try:
             con = duckdb.connect(str(target))
         except duckdb.IOException as error:
-            raise WarehouseError(f"cannot open {target} for writing: {error}") from error
+            raise WarehouseError(
+                f"cannot open {target} for writing: {error}"
+            ) from error
     if migrate and not read_only:
         from warehouse.schema import migrate as apply_migrations
 

@@ -34,7 +34,11 @@ def canonical_json(value: Any) -> str:
     """
     _reject_non_finite(value)
     return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        value,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
     )
 
 

@@ -25,7 +25,9 @@ def migration_files() -> list[tuple[int, Path]]:
     for path in MIGRATIONS_DIR.glob("*.sql"):
         match = _NAME.match(path.name)
         if not match:
-            raise WarehouseError(f"migration file name not of the form NNNN_name.sql: {path}")
+            raise WarehouseError(
+                f"migration file name not of the form NNNN_name.sql: {path}"
+            )
         found.append((int(match.group(1)), path))
     found.sort()
     versions = [version for version, _ in found]

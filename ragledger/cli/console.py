@@ -16,8 +16,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-console = Console()
-errors = Console(stderr=True)
+console = Console(soft_wrap=True)
+errors = Console(stderr=True, soft_wrap=True)
 
 
 class RichProgress:

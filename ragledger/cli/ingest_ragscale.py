@@ -1,7 +1,82 @@
-"""Subcommands of `ragledger ingest` for this source (filled by the issue that builds it)."""
+"""``ragledger ingest ragscale`` and ``ragledger ingest families``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-COMMANDS: list[click.Command] = []
+import warehouse
+from ingest.families import load_families
+from ingest.ragscale import load_ragscale
+from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.console import RichProgress, console, errors
+
+
+@click.command("ragscale")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--dataset",
+    "dataset_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Dataset JSONL (default: dataset.path of ragscale.yaml, else the folder's one JSONL).",
+)
+@click.option(
+    "--scores",
+    "scores_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="paired_scores.csv or records.jsonl (default: whichever the folder has).",
+)
+@click.option("--replace", is_flag=True, help="Swap a dataset already loaded from other files.")
+@click.pass_context
+@error_handler
+def ragscale_command(
+    ctx: click.Context,
+    directory: Path,
+    dataset_file: Path | None,
+    scores_file: Path | None,
+    replace: bool,
+) -> None:
+    """Load a ragscale audit folder (dataset JSONL, artifact manifest, scores).
+
+    Checks every stored artifact against its hash and that every reader received
+    the same artifact on every item, then writes items, pools, artifacts, readers,
+    generations and scores in one transaction.
+    """
+    con = warehouse.connect(database_path(ctx))
+    try:
+        result = load_ragscale(
+            con,
+            directory,
+            dataset=dataset_file,
+            scores=scores_file,
+            replace=replace,
+            progress=RichProgress(),
+        )
+    finally:
+        con.close()
+    for warning in result.warnings:
+        errors.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    console.print(result.summary(), highlight=False)
+
+
+@click.command("families")
+@click.argument(
+    "csv_file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.pass_context
+@error_handler
+def families_command(ctx: click.Context, csv_file: Path | None) -> None:
+    """Load reader families: a user CSV (reader_model,family) that overrides the default map.
+
+    Without CSV_FILE, (re)loads the default map shipped with ragledger.
+    """
+    con = warehouse.connect(database_path(ctx))
+    try:
+        result = load_families(con, csv_file)
+    finally:
+        con.close()
+    console.print(result.summary(), highlight=False)
+
+
+COMMANDS: list[click.Command] = [ragscale_command, families_command]

@@ -1,0 +1,21 @@
+"""Shared fixtures: paths to the bundled real example and fresh warehouses."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "data" / "examples" / "ragscale-openrouter-hotpotqa"
+
+
+@pytest.fixture(scope="session")
+def example_dir() -> Path:
+    """The bundled ragscale run (100 HotpotQA items, two hosted readers)."""
+    return EXAMPLE

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import pytest
+
+import warehouse
+from warehouse import schema
+from warehouse.errors import WarehouseError
+
+
+def test_connect_applies_every_migration_once(tmp_path):
+    path = tmp_path / "w.duckdb"
+    con = warehouse.connect(path)
+    applied = con.execute("select version from raw.schema_migrations order by 1").fetchall()
+    assert [v for (v,) in applied] == [v for v, _ in schema.migration_files()]
+    assert schema.schema_version(con) == schema.SCHEMA_VERSION
+    assert warehouse.migrate(con) == []  # nothing pending
+    con.close()
+    again = warehouse.connect(path)
+    assert warehouse.migrate(again) == []
+    again.close()
+
+
+def test_edited_migration_is_refused(tmp_path, monkeypatch):
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    (folder / "0001_a.sql").write_text("create schema if not exists raw; create table raw.t (x int);")
+    monkeypatch.setattr(schema, "MIGRATIONS_DIR", folder)
+    con = warehouse.connect(":memory:", migrate=False)
+    assert schema.migrate(con) == ["0001_a.sql"]
+    (folder / "0001_a.sql").write_text("create table raw.t (x int, y int);")
+    with pytest.raises(WarehouseError, match="changed after it was applied"):
+        schema.migrate(con)
+
+
+def test_failed_migration_leaves_no_trace(tmp_path, monkeypatch):
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    (folder / "0001_a.sql").write_text("create schema if not exists raw; create table raw.t (x int);")
+    (folder / "0002_b.sql").write_text("create table raw.u (x int); select * from missing_table;")
+    monkeypatch.setattr(schema, "MIGRATIONS_DIR", folder)
+    con = warehouse.connect(":memory:", migrate=False)
+    with pytest.raises(Exception, match="missing_table"):
+        schema.migrate(con)
+    tables = {name for (name,) in con.execute(
+        "select table_name from information_schema.tables where table_schema = 'raw'"
+    ).fetchall()}
+    assert "t" in tables and "u" not in tables
+    assert schema.schema_version(con) == 1
+
+
+def test_read_only_connection_needs_an_existing_file(tmp_path):
+    with pytest.raises(WarehouseError, match="no warehouse"):
+        warehouse.connect(tmp_path / "absent.duckdb", read_only=True)
+
+
+def test_default_path_follows_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("RAGLEDGER_DB", str(tmp_path / "x.duckdb"))
+    assert warehouse.default_database_path() == tmp_path / "x.duckdb"
+    monkeypatch.delenv("RAGLEDGER_DB")
+    assert warehouse.default_database_path().name == "warehouse.duckdb"
+
+
+def test_transaction_rolls_back_on_error():
+    con = warehouse.connect(":memory:")
+    with pytest.raises(RuntimeError), warehouse.transaction(con):
+        con.execute("insert into raw.reader_families (reader_model, family, source) values ('m', 'f', 'user')")
+        raise RuntimeError("boom")
+    assert con.execute("select count(*) from raw.reader_families").fetchone() == (0,)

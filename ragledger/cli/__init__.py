@@ -12,6 +12,7 @@ import click
 
 from ragledger import __version__
 
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ragledger")
 @click.option(

@@ -1,0 +1,115 @@
+{#
+    One row per paired outcome: a raw-policy outcome (budget 0) and a
+    non-raw-policy outcome for the same dataset, item, reader, metric and
+    seed; every raw policy x every non-raw policy of the dataset. The panel
+    key is dataset x metric x raw policy x compressed policy x budget x seed,
+    so the grain is panel_id x reader_id x item_id.
+#}
+with
+
+outcomes as (
+
+    select
+        source,
+        dataset_id,
+        item_id,
+        reader_id,
+        reader_family,
+        policy_id,
+        policy_kind,
+        budget_tokens,
+        metric,
+        seed,
+        score,
+        is_binary_metric,
+        evidence_hash,
+        answer,
+        prompt_tokens,
+        question_type,
+        item_metadata_json,
+        source_transition_type
+    from {{ ref('int_outcomes_unioned') }}
+
+),
+
+raw_outcomes as (
+
+    select *
+    from outcomes
+    where policy_kind = 'raw' and budget_tokens = 0
+
+),
+
+compressed_outcomes as (
+
+    select *
+    from outcomes
+    where policy_kind <> 'raw'
+
+),
+
+outcomes_paired as (
+
+    select
+        compressed_outcomes.source,
+        compressed_outcomes.dataset_id,
+        compressed_outcomes.item_id,
+        compressed_outcomes.reader_id,
+        compressed_outcomes.reader_family,
+        compressed_outcomes.metric,
+        compressed_outcomes.seed,
+        raw_outcomes.policy_id as raw_policy_id,
+        compressed_outcomes.policy_id as compressed_policy_id,
+        compressed_outcomes.budget_tokens,
+        raw_outcomes.score as raw_score,
+        compressed_outcomes.score as compressed_score,
+        compressed_outcomes.is_binary_metric,
+        raw_outcomes.evidence_hash as raw_evidence_hash,
+        compressed_outcomes.evidence_hash as compressed_artifact_hash,
+        raw_outcomes.answer as raw_answer,
+        compressed_outcomes.answer as compressed_answer,
+        raw_outcomes.prompt_tokens as raw_prompt_tokens,
+        compressed_outcomes.prompt_tokens as compressed_prompt_tokens,
+        compressed_outcomes.question_type,
+        compressed_outcomes.item_metadata_json,
+        compressed_outcomes.source_transition_type
+    from raw_outcomes
+    inner join compressed_outcomes
+        on
+            raw_outcomes.dataset_id = compressed_outcomes.dataset_id
+            and raw_outcomes.item_id = compressed_outcomes.item_id
+            and raw_outcomes.reader_id = compressed_outcomes.reader_id
+            and raw_outcomes.metric = compressed_outcomes.metric
+            and raw_outcomes.seed = compressed_outcomes.seed
+
+),
+
+pairs_labelled as (
+
+    select
+        left(md5(concat_ws(
+            '|',
+            dataset_id,
+            metric,
+            raw_policy_id,
+            compressed_policy_id,
+            cast(budget_tokens as varchar),
+            cast(seed as varchar)
+        )), 16) as panel_id,
+        dataset_id || ' | ' || metric || ' | ' || raw_policy_id || ' -> '
+        || compressed_policy_id
+        || case when budget_tokens > 0 then ' @' || budget_tokens else '' end
+        || case when seed <> 0 then ' #' || seed else '' end as panel_name,
+        *,
+        case
+            when not is_binary_metric then null
+            when raw_score = 0 and compressed_score = 1 then 'rescued'
+            when raw_score = 1 and compressed_score = 0 then 'damaged'
+            when raw_score = 1 and compressed_score = 1 then 'unchanged_correct'
+            else 'unchanged_wrong'
+        end as transition_type
+    from outcomes_paired
+
+)
+
+select * from pairs_labelled

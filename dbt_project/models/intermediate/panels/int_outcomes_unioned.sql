@@ -1,0 +1,222 @@
+{#
+    One row per outcome: dataset_id x item_id x reader_id x policy_id x
+    budget_tokens x metric x seed, from scored generations (status ok or
+    empty; errors are never outcomes) and from the released matrix.
+
+    When a generation key was answered more than once (a rerun), the latest
+    generation (created_at, then generation_id) is the outcome.
+#}
+with
+
+generations as (
+
+    select
+        generation_id,
+        dataset_id,
+        item_id,
+        reader_id,
+        policy_id,
+        budget_tokens,
+        seed,
+        evidence_hash,
+        answer,
+        prompt_tokens,
+        generation_status,
+        created_at
+    from {{ ref('stg_generation__generations') }}
+    where generation_status in ('ok', 'empty')
+
+),
+
+scores as (
+
+    select generation_id, metric, score
+    from {{ ref('stg_generation__scores') }}
+    where score_status = 'ok' and score is not null
+
+),
+
+policies as (
+
+    select policy_id, policy_kind
+    from {{ ref('stg_generation__policies') }}
+
+),
+
+matrix_rows as (
+
+    select
+        dataset_id,
+        item_id,
+        reader_id,
+        policy_id,
+        budget_tokens,
+        metric,
+        seed,
+        score,
+        answer,
+        evidence_tokens,
+        question_type,
+        source_transition_type
+    from {{ ref('stg_ingest__matrix_rows') }}
+
+),
+
+matrix_policies as (
+
+    select dataset_id, policy_id, policy_kind
+    from {{ ref('int_matrix_policies_classified') }}
+
+),
+
+readers as (
+
+    select reader_id, reader_family
+    from {{ ref('int_readers_resolved_to_families') }}
+
+),
+
+items as (
+
+    select dataset_id, item_id, question_type, item_metadata_json
+    from {{ ref('stg_ingest__items') }}
+
+),
+
+generation_outcomes as (
+
+    select
+        'generation' as source,
+        generations.dataset_id,
+        generations.item_id,
+        generations.reader_id,
+        generations.policy_id,
+        policies.policy_kind,
+        generations.budget_tokens,
+        scores.metric,
+        generations.seed,
+        scores.score,
+        generations.evidence_hash,
+        generations.generation_id,
+        generations.answer,
+        generations.prompt_tokens,
+        cast(null as double) as evidence_tokens,
+        generations.generation_status as status,
+        cast(null as varchar) as source_question_type,
+        cast(null as varchar) as source_transition_type
+    from generations
+    inner join scores
+        on generations.generation_id = scores.generation_id
+    left join policies
+        on generations.policy_id = policies.policy_id
+    qualify row_number() over (
+        partition by
+            generations.dataset_id,
+            generations.item_id,
+            generations.reader_id,
+            generations.policy_id,
+            generations.budget_tokens,
+            scores.metric,
+            generations.seed
+        order by generations.created_at desc, generations.generation_id desc
+    ) = 1
+
+),
+
+matrix_outcomes as (
+
+    select
+        'matrix' as source,
+        matrix_rows.dataset_id,
+        matrix_rows.item_id,
+        matrix_rows.reader_id,
+        matrix_rows.policy_id,
+        matrix_policies.policy_kind,
+        matrix_rows.budget_tokens,
+        matrix_rows.metric,
+        matrix_rows.seed,
+        matrix_rows.score,
+        cast(null as varchar) as evidence_hash,
+        cast(null as varchar) as generation_id,
+        matrix_rows.answer,
+        cast(null as integer) as prompt_tokens,
+        matrix_rows.evidence_tokens,
+        'ok' as status,
+        matrix_rows.question_type as source_question_type,
+        matrix_rows.source_transition_type
+    from matrix_rows
+    inner join matrix_policies
+        on
+            matrix_rows.dataset_id = matrix_policies.dataset_id
+            and matrix_rows.policy_id = matrix_policies.policy_id
+
+),
+
+outcomes_unioned as (
+
+    select * from generation_outcomes
+    union all
+    select * from matrix_outcomes
+
+),
+
+outcomes_joined_to_readers_and_items as (
+
+    select
+        outcomes_unioned.*,
+        coalesce(readers.reader_family, outcomes_unioned.reader_id)
+            as reader_family,
+        coalesce(items.question_type, outcomes_unioned.source_question_type)
+            as question_type,
+        coalesce(items.item_metadata_json, '{}') as item_metadata_json
+    from outcomes_unioned
+    left join readers
+        on outcomes_unioned.reader_id = readers.reader_id
+    left join items
+        on
+            outcomes_unioned.dataset_id = items.dataset_id
+            and outcomes_unioned.item_id = items.item_id
+
+),
+
+outcomes_keyed as (
+
+    select
+        md5(concat_ws(
+            '|',
+            dataset_id,
+            item_id,
+            reader_id,
+            policy_id,
+            cast(budget_tokens as varchar),
+            metric,
+            cast(seed as varchar)
+        )) as outcome_id,
+        source,
+        dataset_id,
+        item_id,
+        reader_id,
+        reader_family,
+        policy_id,
+        policy_kind,
+        budget_tokens,
+        metric,
+        seed,
+        score,
+        -- a metric is binary in a dataset when all of its scores there are 0/1
+        bool_and(score in (0, 1)) over (partition by dataset_id, metric)
+            as is_binary_metric,
+        evidence_hash,
+        generation_id,
+        answer,
+        prompt_tokens,
+        evidence_tokens,
+        status,
+        question_type,
+        item_metadata_json,
+        source_transition_type
+    from outcomes_joined_to_readers_and_items
+
+)
+
+select * from outcomes_keyed

@@ -1,0 +1,43 @@
+{#
+    One row per outcome: dataset_id x item_id x reader_id x policy_id x
+    budget_tokens x metric x seed.
+#}
+-- Built only after the artifact-identity test on int_panel_cells passes,
+-- so a violated panel leaves every mart as it was:
+-- depends_on: {{ ref('int_panel_cells') }}
+with
+
+outcomes as (
+
+    select * from {{ ref('int_outcomes_unioned') }}
+
+),
+
+final as (
+
+    select
+        outcome_id,
+        source,
+        dataset_id,
+        item_id,
+        reader_id,
+        reader_family,
+        policy_id,
+        policy_kind,
+        budget_tokens,
+        metric,
+        seed,
+        score,
+        is_binary_metric,
+        evidence_hash,
+        generation_id,
+        answer,
+        prompt_tokens,
+        evidence_tokens,
+        status,
+        question_type
+    from outcomes
+
+)
+
+select * from final

@@ -1,7 +1,80 @@
-"""Subcommands of `ragledger ingest` for this source (filled by the issue that builds it)."""
+"""``ragledger ingest benchmark NAME PATH``: load a public benchmark from local files."""
 
 from __future__ import annotations
 
 import click
 
-COMMANDS: list[click.Command] = []
+from ingest.benchmarks import ingest_benchmark, parse_slice
+from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.console import RichProgress, console
+from warehouse import connect
+
+
+@click.command("benchmark")
+@click.argument("name", metavar="NAME")
+@click.argument("path", type=click.Path(exists=True))
+@click.option(
+    "--slice",
+    "slice_first",
+    metavar="first:N",
+    help="Keep the first N records in file order (default: all).",
+)
+@click.option(
+    "--slice-ids",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Keep the items whose ids a file lists, one per line, in its order.",
+)
+@click.option(
+    "--dataset-id",
+    help="Dataset id (default <benchmark>-<slice>, e.g. hotpotqa-first100).",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Overwrite a dataset id loaded from another file or slice.",
+)
+@click.pass_context
+@error_handler
+def benchmark(
+    ctx: click.Context,
+    name: str,
+    path: str,
+    slice_first: str | None,
+    slice_ids: str | None,
+    dataset_id: str | None,
+    replace: bool,
+) -> None:
+    """Load benchmark NAME from PATH (never downloads).
+
+    NAME is one of: babilong, hotpotqa, longmemeval, loong, musique, nolima, nq-open,
+    triviaqa. Items, pools (ordered passages or source documents), gold evidence
+    spans and the benchmark's raw policies land in one transaction; a malformed file
+    writes nothing. Reloading the same file and slice changes nothing.
+    """
+    slice_ = parse_slice(slice_first, slice_ids)
+    con = connect(database_path(ctx))
+    try:
+        result = ingest_benchmark(
+            con,
+            name,
+            path,
+            slice_,
+            dataset_id=dataset_id,
+            replace=replace,
+            progress=RichProgress(),
+        )
+    finally:
+        con.close()
+    if result.status == "unchanged":
+        console.print(
+            f"{result.dataset_id}: already loaded from this file and slice (no change)"
+        )
+        return
+    console.print(
+        f"{result.dataset_id}: {result.status} {result.items} items, {result.pools} new pools "
+        f"({result.passages} passages), {result.spans} evidence spans, "
+        f"{result.policy_pools} policy pools, {result.policies} new raw policies"
+    )
+
+
+COMMANDS: list[click.Command] = [benchmark]

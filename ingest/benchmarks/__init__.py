@@ -1,0 +1,88 @@
+"""Benchmark loaders: public benchmark files in their own formats -> ``raw`` tables.
+
+One module per benchmark; each exposes ``NAME`` and
+``load(path, slice, progress) -> BenchmarkLoad``, and
+:func:`ingest.benchmarks.writer.write` stores a load in one transaction.
+:func:`ingest_benchmark` does both. Files are read from a local path only; nothing is
+downloaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+
+from ingest.benchmarks import (
+    babilong,
+    hotpotqa,
+    longmemeval,
+    loong,
+    musique,
+    nolima,
+    nq_open,
+    triviaqa,
+)
+from ingest.benchmarks.base import BenchmarkLoad, Slice, parse_slice
+from ingest.benchmarks.writer import WriteResult, write
+from warehouse.errors import InputError
+from warehouse.progress import NULL_PROGRESS, Progress
+
+LOADERS: dict[str, Callable[..., BenchmarkLoad]] = {
+    module.NAME: module.load
+    for module in (
+        hotpotqa,
+        musique,
+        nq_open,
+        triviaqa,
+        longmemeval,
+        babilong,
+        nolima,
+        loong,
+    )
+}
+ALIASES = {"nq": "nq-open", "nq_open": "nq-open", "hotpotqa-distractor": "hotpotqa"}
+
+__all__ = [
+    "LOADERS",
+    "Slice",
+    "WriteResult",
+    "ingest_benchmark",
+    "parse_slice",
+    "read_benchmark",
+]
+
+
+def read_benchmark(
+    name: str,
+    path: str | Path,
+    slice_: Slice | None = None,
+    *,
+    progress: Progress = NULL_PROGRESS,
+) -> BenchmarkLoad:
+    """Read (and check) a benchmark file without writing anything."""
+    key = ALIASES.get(name.lower(), name.lower())
+    if key not in LOADERS:
+        raise InputError(
+            f"unknown benchmark {name!r}; one of: {', '.join(sorted(LOADERS))}"
+        )
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file or folder", file=str(path))
+    return LOADERS[key](path, slice_ or Slice(), progress)
+
+
+def ingest_benchmark(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    path: str | Path,
+    slice_: Slice | None = None,
+    *,
+    dataset_id: str | None = None,
+    replace: bool = False,
+    progress: Progress = NULL_PROGRESS,
+) -> WriteResult:
+    """Read benchmark ``name`` from ``path`` and store it (one transaction)."""
+    load = read_benchmark(name, path, slice_, progress=progress)
+    return write(con, load, dataset_id=dataset_id, replace=replace, progress=progress)

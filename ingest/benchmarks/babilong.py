@@ -1,0 +1,200 @@
+"""BABILong: bAbI facts placed in long book text.
+
+Two layouts are read (PATH decides which):
+
+1. **The published dataset** (HF ``RMT-team/babilong``, ``data/qa1/128k.json`` or a
+   JSONL export): records ``{input, question, target}`` for one task and length.
+   The task (``qaN``) and length (``128k``) come from the path. Item id = ``id`` when
+   present, else ``<task>_<length>_<NNN>`` (0-based record index). The published
+   rows carry no supporting-fact annotation, so they get no spans unless a record
+   has ``support_facts`` (as in layout 2) (assumption: no heuristic fact finding).
+2. **A materialised CoRA-Bench folder** (``specs/context_selection.md`` section 7):
+   ``input.jsonl`` (``example_id``, ``query``, ``answer``, ``task``, ...),
+   ``ctx/<id>.txt`` (the exact UTF-8 context) and ``evidence/<id>.json`` with
+   ``support_facts: [{fact_id, text, char_start, char_end, ...}]``.
+
+Stored: one passage per item (the whole long text); reference answers
+``[target]``; question type = the task; each supporting fact as a span (kind
+``supporting_fact``) at its recorded character offsets, with its occurrence, so a
+duplicate of the fact elsewhere in the text is not counted as recall. A recorded
+span whose text is not the fact's text is an error naming the file and fact.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ingest.benchmarks.base import (
+    Item,
+    Passage,
+    Record,
+    Slice,
+    answers,
+    build_load,
+    check_unique,
+    make_span,
+    read_json,
+    read_json_or_jsonl,
+    read_jsonl,
+    records,
+)
+from warehouse.progress import NULL_PROGRESS, Progress
+
+NAME = "babilong"
+LOADER_VERSION = "babilong/1"
+
+
+def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
+    """Read BABILong (published file or materialised folder) into a :class:`BenchmarkLoad`."""
+    if path.is_dir():
+        return _load_folder(path, slice_, progress)
+    task = next((part for part in path.parts if re.fullmatch(r"qa\d+", part)), None)
+    match = re.search(r"qa\d+", path.stem)
+    task = task or (match.group(0) if match else "qa")
+    length = re.sub(r"-\d{5}-of-\d{5}$", "", path.stem)
+    rows = records(read_json_or_jsonl(path), path)
+    keyed = [
+        (record, str(record.data.get("id", f"{task}_{length}_{record.index:03d}")))
+        for record in rows
+    ]
+    check_unique(keyed, "id")
+    chosen = slice_.select(keyed, lambda pair: pair[1], file=str(path))
+    progress.start(len(chosen), NAME)
+    items = []
+    for record, item_id in chosen:
+        record.named(item_id)
+        text = record.text("input", allow_empty=True)
+        facts = record.get("support_facts", list, default=[])
+        items.append(
+            _item(
+                record,
+                item_id,
+                question=record.text("question"),
+                target=record.text("target"),
+                text=text,
+                facts=facts,
+                task=task,
+                metadata={"task": task, "length": length},
+                file=str(path),
+            )
+        )
+        progress.advance(1)
+    progress.finish()
+    return build_load(
+        NAME,
+        path,
+        slice_,
+        items,
+        record_count=len(rows),
+        loader_version=LOADER_VERSION,
+        version=f"{task}/{length}",
+        description=f"BABILong {task} {length}",
+    )
+
+
+def _load_folder(folder: Path, slice_: Slice, progress: Progress):
+    path = folder / "input.jsonl"
+    rows = records(read_jsonl(path), path)
+    keyed = [(record, record.text("example_id")) for record in rows]
+    check_unique(keyed, "example_id")
+    chosen = slice_.select(keyed, lambda pair: pair[1], file=str(path))
+    progress.start(len(chosen), NAME)
+    items, side = [], []
+    for record, item_id in chosen:
+        record.named(item_id)
+        context = folder / "ctx" / f"{item_id}.txt"
+        evidence = folder / "evidence" / f"{item_id}.json"
+        try:
+            # bytes -> UTF-8, keeping CR (newline="" would too; this is explicit)
+            text = context.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            record.fail(f"cannot read context {context}: {error}", "example_id")
+        sidecar = read_json(evidence) if evidence.exists() else {}
+        facts = sidecar.get("support_facts", []) if isinstance(sidecar, dict) else []
+        side += [context] + ([evidence] if evidence.exists() else [])
+        metadata = {
+            key: record.data[key]
+            for key in (
+                "task",
+                "n_support",
+                "source_tokens",
+                "source_tokens_gpt2",
+                "babi_sample_index",
+            )
+            if key in record.data
+        }
+        items.append(
+            _item(
+                record,
+                item_id,
+                question=record.text("query"),
+                target=record.text("answer"),
+                text=text,
+                facts=facts,
+                task=record.data.get("task"),
+                metadata=metadata,
+                file=str(evidence),
+            )
+        )
+        progress.advance(1)
+    progress.finish()
+    return build_load(
+        NAME,
+        path,
+        slice_,
+        items,
+        record_count=len(rows),
+        loader_version=LOADER_VERSION,
+        version="cora-bench-materialized",
+        description="BABILong (materialised CoRA-Bench folder)",
+        extra_files=side,
+    )
+
+
+def _item(
+    record: Record, item_id: str, *, question, target, text, facts, task, metadata, file
+) -> Item:
+    passages = (Passage(text, title=None, passage_id=item_id),)
+    spans = []
+    for index, fact in enumerate(facts):
+        field = f"support_facts[{index}]"
+        if not isinstance(fact, dict):
+            record.fail("expected {text, char_start, char_end}", field)
+        start, end, fact_text = (
+            fact.get("char_start"),
+            fact.get("char_end"),
+            fact.get("text"),
+        )
+        if (
+            not isinstance(start, int)
+            or not isinstance(end, int)
+            or not isinstance(fact_text, str)
+        ):
+            record.fail("needs integer char_start, char_end and a text", field)
+        if (
+            not 0 <= start <= end <= len(text)
+            or text[start:end].strip() != fact_text.strip()
+        ):
+            record.fail(
+                f"span [{start}, {end}) of {file} holds {text[start:end]!r}, not {fact_text!r}",
+                field,
+            )
+        lead = len(text[start:end]) - len(text[start:end].lstrip())
+        trail = len(text[start:end]) - len(text[start:end].rstrip())
+        spans.append(
+            make_span(passages, 0, start + lead, end - trail, "supporting_fact")
+        )
+    if facts:
+        metadata = {**metadata, "support_fact_ids": [f.get("fact_id") for f in facts]}
+    return Item(
+        item_id=item_id,
+        question=question,
+        reference_answers=answers(target),
+        native=record.data,
+        passages=passages,
+        spans=tuple(spans),
+        question_type=task,
+        metadata=metadata,
+        source_line=record.line,
+    )

@@ -1,0 +1,123 @@
+"""MuSiQue (``musique_ans_v1.0_dev.jsonl``, ``musique_full_v1.0_dev.jsonl``).
+
+Native format: JSONL of ``{id, question, answer, answer_aliases, answerable,
+paragraphs: [{idx, title, paragraph_text, is_supporting}], question_decomposition}``.
+
+Stored:
+
+- item ``id``; reference answers ``[answer, *answer_aliases]``; question type = the
+  id's hop prefix (``2hop``, ``3hop1``, ...); metadata ``answerable`` (true when
+  absent, as in the answerable-only file), ``question_decomposition``;
+- pool: every supplied paragraph (up to twenty) in supplied order, passage text
+  ``"[" + title + "] " + paragraph_text`` (the HotpotQA form; assumed, the paper does
+  not print the MuSiQue passage form), passage id ``idx``;
+- spans: each ``is_supporting`` paragraph's text (kind ``supporting_paragraph``);
+- raw policies ``musique-first8`` (the first eight passages) and ``musique-all20``
+  (all of them), both stored in ``raw.policy_pools``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ingest.benchmarks.base import (
+    Item,
+    Passage,
+    PolicyPool,
+    Slice,
+    answers,
+    build_load,
+    check_unique,
+    make_span,
+    read_json_or_jsonl,
+    records,
+    titled,
+)
+from ingest.benchmarks.policies import MUSIQUE_ALL20, MUSIQUE_FIRST8
+from warehouse.progress import NULL_PROGRESS, Progress
+
+NAME = "musique"
+LOADER_VERSION = "musique/1"
+
+
+def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
+    """Read a MuSiQue JSONL file into a :class:`BenchmarkLoad`."""
+    rows = records(read_json_or_jsonl(path), path)
+    keyed = [(record, record.text("id")) for record in rows]
+    check_unique(keyed, "id")
+    chosen = slice_.select(keyed, lambda pair: pair[1], file=str(path))
+    progress.start(len(chosen), NAME)
+    items = []
+    for record, item_id in chosen:
+        record.named(item_id)
+        items.append(_item(record, item_id))
+        progress.advance(1)
+    progress.finish()
+    return build_load(
+        NAME,
+        path,
+        slice_,
+        items,
+        record_count=len(rows),
+        loader_version=LOADER_VERSION,
+        version="v1.0",
+        policies=(MUSIQUE_FIRST8, MUSIQUE_ALL20),
+        description="MuSiQue",
+    )
+
+
+def _item(record, item_id: str) -> Item:
+    question = record.text("question")
+    answer = record.text("answer", allow_empty=True)
+    aliases = record.get("answer_aliases", list, default=[])
+    for index, alias in enumerate(aliases):
+        if not isinstance(alias, str):
+            record.fail("expected a string", f"answer_aliases[{index}]")
+    paragraphs = record.get("paragraphs", list)
+    passages = []
+    supporting = []
+    for position, paragraph in enumerate(paragraphs):
+        field = f"paragraphs[{position}]"
+        if not isinstance(paragraph, dict):
+            record.fail("expected an object", field)
+        text = paragraph.get("paragraph_text")
+        if not isinstance(text, str):
+            record.fail("missing or not a string", f"{field}.paragraph_text")
+        title = paragraph.get("title", "")
+        if not isinstance(title, str):
+            record.fail("expected a string", f"{field}.title")
+        idx = paragraph.get("idx", position)
+        passages.append(Passage(titled(title, text), title=title, passage_id=str(idx)))
+        if paragraph.get("is_supporting") is True and text:
+            supporting.append((position, len(titled(title, "")), len(text)))
+    passages_t = tuple(passages)
+    spans = tuple(
+        make_span(passages_t, position, start, start + length, "supporting_paragraph")
+        for position, start, length in supporting
+    )
+    return Item(
+        item_id=item_id,
+        question=question,
+        reference_answers=answers(answer, aliases),
+        native=record.data,
+        passages=passages_t,
+        spans=spans,
+        question_type=item_id.split("__")[0] if "__" in item_id else None,
+        metadata={
+            "answerable": record.data.get("answerable", True),
+            "question_decomposition": record.data.get("question_decomposition"),
+        },
+        source_line=record.line,
+        policy_pools=(
+            PolicyPool(
+                MUSIQUE_FIRST8.policy_id,
+                passages_t[:8],
+                tuple({"position": p} for p in range(min(8, len(passages_t)))),
+            ),
+            PolicyPool(
+                MUSIQUE_ALL20.policy_id,
+                passages_t,
+                tuple({"position": p} for p in range(len(passages_t))),
+            ),
+        ),
+    )

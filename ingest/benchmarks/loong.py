@@ -68,7 +68,8 @@ def _number(token: str) -> Decimal | None:
 
 
 def _gold_targets(gold: str) -> set[Decimal]:
-    base = _number(gold)
+    match = _NUMBER.search(gold)
+    base = _number(match.group(0)) if match else None
     if base is None:
         return set()
     targets = {base}

@@ -23,7 +23,13 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ingest.benchmarks.base import POOL_SEPARATOR, BenchmarkLoad, Passage, pool_id
+from ingest.benchmarks.base import (
+    POOL_SEPARATOR,
+    BenchmarkLoad,
+    Passage,
+    RawPolicy,
+    pool_id,
+)
 from warehouse import transaction
 from warehouse.errors import InputError, WarehouseError
 from warehouse.hashing import canonical_json, sha256_json
@@ -223,7 +229,7 @@ def _rows(load: BenchmarkLoad, dataset_id: str) -> dict[str, list[tuple[Any, ...
                 item.question_type,
                 canonical_json(item.metadata),
                 item_pool,
-                sha256_json(item.native),
+                _item_hash(item),
                 load.source_sha256,
                 item.source_line,
                 item.is_abstention,
@@ -290,11 +296,57 @@ def _rows(load: BenchmarkLoad, dataset_id: str) -> dict[str, list[tuple[Any, ...
     }
 
 
+def _item_hash(item: Any) -> str:
+    try:
+        return sha256_json(item.native)
+    except ValueError as error:  # NaN or infinity in the native record
+        raise InputError(f"record {item.item_id}: {error}") from error
+
+
+def register_raw_policies(
+    con: duckdb.DuckDBPyConnection, policies: Sequence[RawPolicy] | None = None
+) -> list[str]:
+    """Register raw policies (default: every one the loaders know) without loading data.
+
+    Returns the ids newly registered; an id registered with another config is refused.
+    """
+    from ingest.benchmarks.policies import POLICIES
+
+    chosen = (
+        list(policies)
+        if policies is not None
+        else [policy for group in POLICIES.values() for policy in group]
+    )
+    rows = _policy_rows(con, chosen)
+    with transaction(con):
+        _insert(
+            con,
+            "raw.policies",
+            (
+                "policy_id",
+                "kind",
+                "name",
+                "version",
+                "config_json",
+                "config_hash",
+                "description",
+            ),
+            rows,
+        )
+    return [row[0] for row in rows]
+
+
 def _policies_to_register(
     con: duckdb.DuckDBPyConnection, load: BenchmarkLoad
 ) -> list[tuple[Any, ...]]:
+    return _policy_rows(con, load.policies)
+
+
+def _policy_rows(
+    con: duckdb.DuckDBPyConnection, policies: Sequence[RawPolicy]
+) -> list[tuple[Any, ...]]:
     rows = []
-    for policy in load.policies:
+    for policy in policies:
         config_hash = sha256_json(policy.config)
         found = con.execute(
             "select config_hash from raw.policies where policy_id = ?",

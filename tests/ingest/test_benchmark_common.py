@@ -151,3 +151,36 @@ def test_answers_dedupe_and_normalise():
     assert answers(12) == ("12",)
     assert normalize_answer(")") == ""
     assert normalize_answer("The  Beatles!") == "beatles"
+
+
+def test_register_raw_policies_is_idempotent_and_refuses_a_changed_config():
+    import dataclasses
+
+    import pytest
+
+    import warehouse
+    from ingest.benchmarks.policies import MUSIQUE_FIRST8
+    from ingest.benchmarks.writer import register_raw_policies
+    from warehouse.errors import WarehouseError
+
+    con = warehouse.connect(":memory:")
+    first = register_raw_policies(con)
+    assert sorted(first) == [
+        "hotpotqa-distractor-10",
+        "longmemeval-bm25-top20",
+        "musique-all20",
+        "musique-first8",
+        "triviaqa-bm25-top20",
+    ]
+    assert register_raw_policies(con) == []
+    rows = con.execute(
+        "select config_json, config_hash, kind from raw.policies"
+    ).fetchall()
+    for config_json, config_hash, kind in rows:
+        assert kind == "raw"
+        assert warehouse.sha256_json(json.loads(config_json)) == config_hash
+    changed = dataclasses.replace(
+        MUSIQUE_FIRST8, config={**MUSIQUE_FIRST8.config, "k": 9}
+    )
+    with pytest.raises(WarehouseError, match="musique-first8"):
+        register_raw_policies(con, [changed])

@@ -4,6 +4,7 @@ Two layouts are read (PATH decides which):
 
 1. **The published dataset** (HF ``RMT-team/babilong``, ``data/qa1/128k.json`` or a
    JSONL export): records ``{input, question, target}`` for one task and length.
+   A Parquet shard of the hub's ``babilong-1k-samples`` layout is read too.
    The task (``qaN``) and length (``128k``) come from the path. Item id = ``id`` when
    present, else ``<task>_<length>_<NNN>`` (0-based record index). The published
    rows carry no supporting-fact annotation, so they get no spans unless a record
@@ -39,6 +40,7 @@ from ingest.benchmarks.base import (
     read_jsonl,
     records,
 )
+from warehouse.errors import InputError
 from warehouse.progress import NULL_PROGRESS, Progress
 
 NAME = "babilong"
@@ -52,8 +54,16 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
     task = next((part for part in path.parts if re.fullmatch(r"qa\d+", part)), None)
     match = re.search(r"qa\d+", path.stem)
     task = task or (match.group(0) if match else "qa")
-    length = re.sub(r"-\d{5}-of-\d{5}$", "", path.stem)
-    rows = records(read_json_or_jsonl(path), path)
+    stem = re.sub(r"-\d{5}-of-\d{5}$", "", path.stem)
+    length = next(
+        (
+            name
+            for name in (stem, *reversed(path.parent.parts))
+            if re.fullmatch(r"\d+[kKM]", name)
+        ),
+        stem,
+    )
+    rows = records(_read_rows(path), path)
     keyed = [
         (record, str(record.data.get("id", f"{task}_{length}_{record.index:03d}")))
         for record in rows
@@ -91,6 +101,21 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
         version=f"{task}/{length}",
         description=f"BABILong {task} {length}",
     )
+
+
+def _read_rows(path: Path) -> list[tuple[int | None, dict]]:
+    """JSON list, JSONL, or the hub's Parquet shard (``128k-00000-of-00001.parquet``)."""
+    if path.suffix != ".parquet":
+        return read_json_or_jsonl(path)
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as error:  # pyarrow raises several types for a bad file
+        raise InputError(
+            f"not a readable Parquet file: {error}", file=str(path)
+        ) from error
+    return [(None, row) for row in table.to_pylist()]
 
 
 def _load_folder(folder: Path, slice_: Slice, progress: Progress):

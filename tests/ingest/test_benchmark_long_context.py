@@ -312,3 +312,21 @@ def test_loong_missing_document(tmp_path):
     ):
         ingest_benchmark(con, "loong", path)
     assert counts(con)["pools"] == 0
+
+
+def test_babilong_parquet_shard(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "128k"
+    folder.mkdir()
+    path = folder / "qa2-00000-of-00001.parquet"
+    table = pa.table(
+        {"input": [BOOK], "question": ["Where is Mary?"], "target": ["bathroom"]}
+    )
+    pq.write_table(table, path)
+    con = warehouse.connect(":memory:")
+    ingest_benchmark(con, "babilong", path, dataset_id="bl2")
+    stored = item(con, "bl2", "qa2_128k_000")
+    assert stored["metadata"] == {"task": "qa2", "length": "128k"}
+    assert passages(con, stored["pool_id"])[0][2] == BOOK

@@ -1,0 +1,14 @@
+"""Audit statistics: panel arrays in, typed results out (``specs/statistics.md``).
+
+Every statistic is a function of arrays (``RAW[m, n]``, ``COMP[m, n]``, a family
+vector, token counts) that takes its seed and counts as arguments and returns a
+frozen result whose ``to_dict()`` never contains NaN: an undefined value is
+``None`` with a reason beside it. Only :mod:`analysis.panel` and
+:mod:`analysis.audit` touch the warehouse; they import ``warehouse`` and nothing
+else of ours.
+"""
+
+from __future__ import annotations
+
+#: Bumped when a statistic's definition or numbers change; stored with every row.
+CODE_VERSION = "analysis-1"

@@ -1,0 +1,272 @@
+"""One panel as arrays: ``RAW[m, n]``, ``COMP[m, n]``, families and token counts.
+
+:func:`read_panel` reads ``marts.dim_panels`` and ``marts.panel_cells`` through
+``ibis.duckdb.connect(path, read_only=True)`` and materialises them once with
+``.to_pyarrow()``; readers are sorted by ``reader_id`` and items by ``item_id``.
+:class:`PanelArrays` is also what :mod:`analysis.ragscale_files` builds from a
+ragscale ``paired_scores.csv`` without any warehouse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from warehouse.errors import WarehouseError
+
+
+@dataclass(frozen=True)
+class PanelArrays:
+    """A panel's score matrices and their labels (rows = readers, columns = items)."""
+
+    panel_id: str
+    panel_name: str
+    metric: str
+    raw: np.ndarray
+    comp: np.ndarray
+    readers: tuple[str, ...]
+    items: tuple[str, ...]
+    families: tuple[str, ...]
+    raw_tokens: np.ndarray | None = None
+    comp_tokens: np.ndarray | None = None
+    question_types: tuple[Any, ...] | None = None
+    hints: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    raw_answers: np.ndarray | None = None
+    comp_answers: np.ndarray | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.raw.shape  # type: ignore[return-value]
+
+    @property
+    def is_binary(self) -> bool:
+        """Every raw and compressed score is exactly 0 or 1."""
+        return bool(np.isin(self.raw, (0.0, 1.0)).all() and np.isin(self.comp, (0.0, 1.0)).all())
+
+    def fingerprint(self) -> str:
+        """``sha256:`` of the labels and the exact float64 bytes of both matrices."""
+        digest = hashlib.sha256()
+        header = {
+            "metric": self.metric,
+            "readers": list(self.readers),
+            "items": list(self.items),
+            "families": list(self.families),
+        }
+        digest.update(json.dumps(header, sort_keys=True, separators=(",", ":")).encode())
+        digest.update(np.ascontiguousarray(self.raw, dtype="<f8").tobytes())
+        digest.update(np.ascontiguousarray(self.comp, dtype="<f8").tobytes())
+        for tokens in (self.raw_tokens, self.comp_tokens):
+            if tokens is not None:
+                digest.update(np.ascontiguousarray(tokens, dtype="<f8").tobytes())
+        return "sha256:" + digest.hexdigest()
+
+    def reader_index(self, reader: str) -> int:
+        try:
+            return self.readers.index(reader)
+        except ValueError:
+            raise WarehouseError(
+                f"reader {reader!r} is not in panel {self.panel_name!r}; "
+                f"readers: {', '.join(self.readers)}"
+            ) from None
+
+
+def cells_to_arrays(
+    readers: Sequence[str],
+    items: Sequence[str],
+    values: Mapping[str, Sequence[Any]],
+    *,
+    reader_column: Sequence[str],
+    item_column: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """Scatter long cells into ``(m, n)`` arrays (one vectorised index per axis)."""
+    reader_pos = {reader: k for k, reader in enumerate(readers)}
+    item_pos = {item: k for k, item in enumerate(items)}
+    rows = np.fromiter((reader_pos[r] for r in reader_column), dtype=np.int64)
+    cols = np.fromiter((item_pos[i] for i in item_column), dtype=np.int64)
+    out = {}
+    for name, column in values.items():
+        array = np.asarray(column)
+        target = np.empty((len(readers), len(items)), dtype=array.dtype if array.dtype != object else object)
+        if array.dtype.kind == "f":
+            target.fill(np.nan)
+        target[rows, cols] = array
+        out[name] = target
+    return out
+
+
+def list_panels(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of ``marts.dim_panels`` (read-only), sorted by panel name."""
+
+    con = _connect(path)
+    try:
+        table = con.table("dim_panels", database="marts")
+        return table.order_by("panel_name").to_pyarrow().to_pylist()
+    finally:
+        con.disconnect()
+
+
+def _connect(path: str | Path):
+    import ibis
+
+    target = Path(path)
+    if not target.exists():
+        raise WarehouseError(f"no warehouse at {target}; run `ragledger init` and a build")
+    con = ibis.duckdb.connect(str(target), read_only=True)
+    if "dim_panels" not in con.list_tables(database="marts"):
+        con.disconnect()
+        raise WarehouseError(
+            f"{target} has no marts.dim_panels; run `ragledger build` (dbt) first"
+        )
+    return con
+
+
+def read_panel(path: str | Path, panel: str) -> PanelArrays:
+    """Materialise one panel (by ``panel_id`` or ``panel_name``) from the marts."""
+    con = _connect(path)
+    try:
+        panels = con.table("dim_panels", database="marts")
+        chosen = panels.filter((panels.panel_id == panel) | (panels.panel_name == panel))
+        found = chosen.to_pyarrow().to_pylist()
+        if not found:
+            raise WarehouseError(f"no panel {panel!r} in marts.dim_panels; see `ragledger panels`")
+        if len(found) > 1:
+            raise WarehouseError(f"panel {panel!r} is ambiguous; pass its panel_id")
+        info = found[0]
+        cells = con.table("panel_cells", database="marts")
+        wanted = [
+            "reader_id",
+            "reader_family",
+            "item_id",
+            "raw_score",
+            "compressed_score",
+            "raw_prompt_tokens",
+            "compressed_prompt_tokens",
+            "question_type",
+            "item_metadata_json",
+        ]
+        available = set(cells.columns)
+        columns = [name for name in wanted if name in available]
+        answer_columns = []
+        paired = con.table("fct_paired_outcomes", database="marts") if "fct_paired_outcomes" in con.list_tables(database="marts") else None
+        arrow = (
+            cells.filter(cells.panel_id == info["panel_id"])
+            .select(*columns)
+            .order_by(["reader_id", "item_id"])
+            .to_pyarrow()
+        )
+        answers = None
+        if paired is not None and {"raw_answer", "compressed_answer"} <= set(paired.columns):
+            answer_columns = ["raw_answer", "compressed_answer"]
+            answers = (
+                paired.filter(paired.panel_id == info["panel_id"])
+                .select("reader_id", "item_id", *answer_columns)
+                .to_pyarrow()
+                .to_pydict()
+            )
+    finally:
+        con.disconnect()
+    return _arrays_from_cells(info, arrow.to_pydict(), answers)
+
+
+def _arrays_from_cells(
+    info: Mapping[str, Any], cells: Mapping[str, list[Any]], answers: Mapping[str, list[Any]] | None
+) -> PanelArrays:
+    reader_ids = cells["reader_id"]
+    item_ids = cells["item_id"]
+    readers = tuple(sorted(set(reader_ids)))
+    items = tuple(sorted(set(item_ids)))
+    if not readers:
+        raise WarehouseError(f"panel {info.get('panel_name')!r} has no cells")
+    family_of = dict(zip(reader_ids, cells["reader_family"], strict=True))
+    values: dict[str, Sequence[Any]] = {
+        "raw": np.asarray(cells["raw_score"], dtype=float),
+        "comp": np.asarray(cells["compressed_score"], dtype=float),
+    }
+    for name in ("raw_prompt_tokens", "compressed_prompt_tokens"):
+        if name in cells:
+            values[name] = np.asarray([np.nan if v is None else v for v in cells[name]], dtype=float)
+    arrays = cells_to_arrays(readers, items, values, reader_column=reader_ids, item_column=item_ids)
+    if np.isnan(arrays["raw"]).any() or np.isnan(arrays["comp"]).any():
+        raise WarehouseError(
+            f"panel {info.get('panel_name')!r}: panel_cells do not cover readers x items "
+            "exactly (a mart contract violation)"
+        )
+    per_item: dict[str, Any] = {}
+    for k, item in enumerate(item_ids):
+        if item not in per_item:
+            per_item[item] = k
+    question_types = None
+    if "question_type" in cells:
+        question_types = tuple(cells["question_type"][per_item[item]] for item in items)
+    hints: dict[str, tuple[Any, ...]] = {}
+    if "item_metadata_json" in cells:
+        metadata = [_loads(cells["item_metadata_json"][per_item[item]]) for item in items]
+        fields = sorted({key for entry in metadata for key, value in entry.items() if _scalar(value)})
+        for name in fields:
+            hints[name] = tuple(entry.get(name) for entry in metadata)
+    if question_types is not None:
+        hints = {"question_type": question_types, **{k: v for k, v in hints.items() if k != "question_type"}}
+    raw_answers = comp_answers = None
+    if answers is not None and answers.get("reader_id"):
+        keep = [
+            k
+            for k, (r, i) in enumerate(zip(answers["reader_id"], answers["item_id"], strict=True))
+            if r in family_of and i in per_item
+        ]
+        if keep:
+            scattered = cells_to_arrays(
+                readers,
+                items,
+                {
+                    "raw": np.asarray([answers["raw_answer"][k] for k in keep], dtype=object),
+                    "comp": np.asarray([answers["compressed_answer"][k] for k in keep], dtype=object),
+                },
+                reader_column=[answers["reader_id"][k] for k in keep],
+                item_column=[answers["item_id"][k] for k in keep],
+            )
+            raw_answers, comp_answers = scattered["raw"], scattered["comp"]
+
+    def tokens(name: str) -> np.ndarray | None:
+        array = arrays.get(name)
+        if array is None or np.isnan(array).all():
+            return None
+        return array
+
+    return PanelArrays(
+        panel_id=str(info.get("panel_id")),
+        panel_name=str(info.get("panel_name")),
+        metric=str(info.get("metric")),
+        raw=arrays["raw"],
+        comp=arrays["comp"],
+        readers=readers,
+        items=items,
+        families=tuple(str(family_of[reader]) for reader in readers),
+        raw_tokens=tokens("raw_prompt_tokens"),
+        comp_tokens=tokens("compressed_prompt_tokens"),
+        question_types=question_types,
+        hints=hints,
+        raw_answers=raw_answers,
+        comp_answers=comp_answers,
+        info=dict(info),
+    )
+
+
+def _loads(text: Any) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) or value is None

@@ -1,0 +1,116 @@
+"""Resolution cost projection on the full sample (section 9).
+
+Notes
+-----
+For a pair oriented so b has the higher raw mean, with raw upgrade >= gap and
+retention ``rho > 0``: ``D_i = score_b,i - score_a,i`` and
+``n-ratio = Var(D_comp) / Var(D_raw) / rho^2`` (ddof = 1), the factor by which
+the question count must grow for the compressed comparison to regain the raw
+signal-to-noise ratio (independent questions, normal approximation).
+``token-cost ratio = n-ratio x the pair's mean compressed/raw prompt-token
+ratio`` (mean over the pair's cells of ``comp_tokens / raw_tokens``). The
+cross-fit version lives in :func:`analysis.replay.split_audit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis.replay import pair_indices
+from analysis.results import Interval, ResultMixin, StatRow, median_or_nan
+
+
+@dataclass(frozen=True)
+class ResolutionCost(ResultMixin):
+    """Full-sample n-ratio and token-cost ratio over eligible pairs."""
+
+    eligible_pairs: int
+    excluded_nonpositive_retention: int
+    excluded_zero_raw_variance: int
+    median_n_ratio: float
+    median_token_ratio: float
+    median_token_cost_ratio: float
+    token_cost_iqr: Interval
+    gap: float
+    reasons: Mapping[str, str] = field(default_factory=dict)
+
+    def stat_rows(self) -> list[StatRow]:
+        counts = {
+            "eligible_pairs": self.eligible_pairs,
+            "excluded_nonpositive_retention": self.excluded_nonpositive_retention,
+            "excluded_zero_raw_variance": self.excluded_zero_raw_variance,
+        }
+        return [
+            StatRow("resolution_n_ratio", self.median_n_ratio, counts=counts, reason=self.reasons.get("median_n_ratio")),
+            StatRow(
+                "resolution_token_cost_ratio",
+                self.median_token_cost_ratio,
+                self.token_cost_iqr.low,
+                self.token_cost_iqr.high,
+                {**counts, "interval": "interquartile range", "median_token_ratio": self.median_token_ratio},
+                self.reasons.get("median_token_cost_ratio"),
+            ),
+        ]
+
+
+def resolution_cost(
+    raw: np.ndarray,
+    comp: np.ndarray,
+    /,
+    *,
+    raw_tokens: np.ndarray | None = None,
+    comp_tokens: np.ndarray | None = None,
+    gap: float = 0.05,
+) -> ResolutionCost:
+    """Median n-ratio over raw-separated pairs with positive retention (vectorised over pairs)."""
+    m, n = raw.shape
+    lo, hi = pair_indices(m)
+    mu = raw.mean(axis=1)
+    swap = mu[hi] < mu[lo]
+    a = np.where(swap, hi, lo)
+    b = np.where(swap, lo, hi)
+    d_raw = raw[b] - raw[a]  # (P, n)
+    d_comp = comp[b] - comp[a]
+    up_raw, up_comp = d_raw.mean(axis=1), d_comp.mean(axis=1)
+    eligible = up_raw >= gap
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = up_comp / up_raw
+        var_raw = d_raw.var(axis=1, ddof=1) if n > 1 else np.full(lo.size, np.nan)
+        var_comp = d_comp.var(axis=1, ddof=1) if n > 1 else np.full(lo.size, np.nan)
+        ratio = var_comp / var_raw / rho**2
+    positive = eligible & (rho > 0)
+    usable = positive & (var_raw > 0)
+    reasons: dict[str, str] = {}
+    if not usable.any():
+        reasons["median_n_ratio"] = (
+            "no pair has a raw upgrade at or above the minimum with positive retention"
+        )
+    token_ratio = np.full(lo.size, np.nan)
+    if raw_tokens is not None and comp_tokens is not None and np.all(raw_tokens > 0):
+        per_cell = comp_tokens / raw_tokens
+        token_ratio = (per_cell[a] + per_cell[b]).mean(axis=1) / 2
+    else:
+        reasons["median_token_ratio"] = reasons["median_token_cost_ratio"] = (
+            "prompt-token counts are missing (or zero) for this panel"
+        )
+    cost = ratio * token_ratio
+    cost_used = cost[usable & np.isfinite(cost)]
+    iqr = (
+        Interval(*np.percentile(cost_used, [25, 75]).tolist()) if cost_used.size else Interval.undefined()
+    )
+    if not cost_used.size and "median_token_cost_ratio" not in reasons:
+        reasons["median_token_cost_ratio"] = reasons.get("median_n_ratio", "undefined")
+    return ResolutionCost(
+        eligible_pairs=int(eligible.sum()),
+        excluded_nonpositive_retention=int((eligible & ~(rho > 0)).sum()),
+        excluded_zero_raw_variance=int((positive & ~(var_raw > 0)).sum()),
+        median_n_ratio=median_or_nan(ratio[usable]),
+        median_token_ratio=median_or_nan(token_ratio[usable]),
+        median_token_cost_ratio=median_or_nan(cost_used),
+        token_cost_iqr=iqr,
+        gap=gap,
+        reasons=reasons,
+    )

@@ -1,0 +1,138 @@
+"""Result containers: frozen dataclasses whose ``to_dict()`` maps undefined to null.
+
+An undefined number is stored as ``nan`` (or ``None``) in the dataclass and named
+in its ``reasons`` mapping; ``to_dict()`` writes ``None`` for it and puts
+``"<field>_reason"`` beside it, so JSON never carries ``NaN``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+import numpy as np
+
+#: The default reason when a field is undefined and nobody said why.
+UNDEFINED = "undefined"
+
+
+def is_missing(value: Any) -> bool:
+    """True for None and for non-finite floats (NaN, +-inf)."""
+    if value is None:
+        return True
+    if isinstance(value, (float, np.floating)):
+        return not math.isfinite(float(value))
+    return False
+
+
+def jsonable(value: Any) -> Any:
+    """Convert numpy scalars/arrays, tuples and dataclasses to JSON-safe values.
+
+    Non-finite floats become ``None`` (callers add the reason).
+    """
+    if is_dataclass(value) and hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(item) for item in value.tolist()]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return value
+
+
+def finite_or_nan(value: Any) -> float:
+    """A float, with None mapped to NaN."""
+    return float("nan") if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided interval; either end may be undefined (NaN)."""
+
+    low: float
+    high: float
+
+    @classmethod
+    def undefined(cls) -> Interval:
+        return cls(float("nan"), float("nan"))
+
+    @property
+    def defined(self) -> bool:
+        return not (is_missing(self.low) or is_missing(self.high))
+
+    def to_dict(self) -> list[float | None] | None:
+        if not self.defined:
+            return None
+        return [float(self.low), float(self.high)]
+
+
+@dataclass(frozen=True)
+class StatRow:
+    """One row of ``analysis.statistics``: a named number with interval and counts."""
+
+    statistic: str
+    estimate: float
+    low: float = float("nan")
+    high: float = float("nan")
+    counts: Mapping[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+
+
+class ResultMixin:
+    """``to_dict()`` for frozen result dataclasses with a ``reasons`` field."""
+
+    reasons: Mapping[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        reasons = dict(getattr(self, "reasons", {}) or {})
+        for item in fields(self):  # type: ignore[arg-type]
+            if item.name == "reasons":
+                continue
+            value = getattr(self, item.name)
+            converted = jsonable(value)
+            out[item.name] = converted
+            if converted is None and not isinstance(value, (list, tuple, dict)):
+                out[f"{item.name}_reason"] = reasons.get(item.name, UNDEFINED)
+            elif item.name in reasons and converted is None:
+                out[f"{item.name}_reason"] = reasons[item.name]
+        return out
+
+    def stat_rows(self) -> list[StatRow]:  # pragma: no cover - overridden
+        return []
+
+
+def percentile_interval(values: np.ndarray, level: float = 0.95) -> Interval:
+    """Percentile interval (numpy ``linear``), undefined for no values.
+
+    Notes
+    -----
+    ``[q(a/2), q(1 - a/2)]`` with ``a = 1 - level``; the same rule ragscale uses.
+    """
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return Interval.undefined()
+    if level == 0.95:
+        quantiles = [2.5, 97.5]  # written out: 100 * 0.975 is not exactly 97.5
+    else:
+        alpha = 50.0 * (1.0 - level)
+        quantiles = [alpha, 100.0 - alpha]
+    low, high = np.percentile(values, quantiles)
+    return Interval(float(low), float(high))
+
+
+def median_or_nan(values: np.ndarray) -> float:
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) if values.size else float("nan")

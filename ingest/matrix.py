@@ -87,14 +87,20 @@ class MatrixLoad:
     dataset_counts: tuple[tuple[str, int], ...]
     warnings: tuple[str, ...]
     replaced: str | None = None
+    loaded_from: str | None = None  # no-op: the file name the release was loaded from
 
     @property
     def message(self) -> str:
         """One line saying what happened, for the CLI."""
         if not self.loaded:
+            source = (
+                f", loaded from {self.loaded_from}"
+                if self.loaded_from not in (None, self.file_name)
+                else ""
+            )
             return (
                 f"already loaded: {self.file_name} ({self.file_sha256}) is release "
-                f"'{self.release}' with {self.row_count:,} rows; nothing changed"
+                f"'{self.release}' ({self.row_count:,} rows{source}); nothing changed"
             )
         verb = f"replaced {self.replaced} in" if self.replaced else "loaded"
         return (
@@ -158,7 +164,7 @@ def load_matrix(
     digest = PREFIX + hashlib.sha256(data).hexdigest()
     progress.advance(1, stage="read")
 
-    existing = _existing(con, release, digest)
+    existing = _existing(con, release, digest, path.name)
     if existing is not None:
         progress.finish()
         return existing
@@ -606,7 +612,7 @@ def _constraint_error(
 
 
 def _existing(
-    con: duckdb.DuckDBPyConnection, release: str, digest: str
+    con: duckdb.DuckDBPyConnection, release: str, digest: str, file_name: str
 ) -> MatrixLoad | None:
     """The no-op result when this content is already loaded (under any release)."""
     found = con.execute(
@@ -616,7 +622,7 @@ def _existing(
     ).fetchall()
     if not found:
         return None
-    held_release, file_name, row_count = found[0]
+    held_release, held_file_name, row_count = found[0]
     counts = con.execute(
         "select dataset, count(*) from raw.matrix_rows where release = ? "
         "group by all order by dataset",
@@ -636,6 +642,7 @@ def _existing(
         loaded=False,
         dataset_counts=tuple((name, count) for name, count in counts),
         warnings=tuple(notes),
+        loaded_from=held_file_name,
     )
 
 

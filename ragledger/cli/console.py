@@ -16,8 +16,10 @@ from rich.progress import (
 )
 from rich.table import Table
 
-console = Console(soft_wrap=True)
-errors = Console(stderr=True, soft_wrap=True)
+# Off a terminal (pipes, CI logs) rich would assume 80 columns and fold every table.
+_WIDTH = None if sys.stdout.isatty() else 160
+console = Console(soft_wrap=True, width=_WIDTH)
+errors = Console(stderr=True, soft_wrap=True, width=_WIDTH)
 
 
 class RichProgress:

@@ -63,7 +63,9 @@ def test_concatenation_packer(budget):
     orders = [c.original_order for c in result.chunks]
     assert orders == sorted(orders)
     # strict ranked prefix: the kept chunks are the first len(kept) of the ranking
-    assert {c.chunk_id for c in result.chunks} == {c.chunk_id for c in ranked[: len(orders)]}
+    assert {c.chunk_id for c in result.chunks} == {
+        c.chunk_id for c in ranked[: len(orders)]
+    }
 
 
 @pytest.mark.parametrize("budget", [10, 128, 999])

@@ -16,7 +16,11 @@ def test_special_tokens_count_as_text():
 
 @pytest.mark.parametrize(
     "text",
-    ["公司😀 café\r\nMetric | 2024\nEPS | ($3.91)\n<|endoftext|>\n", "plain words", "😀" * 7],
+    [
+        "公司😀 café\r\nMetric | 2024\nEPS | ($3.91)\n<|endoftext|>\n",
+        "plain words",
+        "😀" * 7,
+    ],
 )
 def test_offsets_match_decode_with_offsets(text):
     encoded = encode_text(text)

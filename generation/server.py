@@ -1,0 +1,265 @@
+"""A small OpenAI-compatible ``/v1/chat/completions`` server around a backend.
+
+It serves the local backend (or a deterministic echo backend for tests and
+benchmarks) on ``127.0.0.1`` so readers can run through litellm against a real
+HTTP endpoint. Fault injection drives the runner's failure paths: a queue of
+scripted faults (``error``, ``empty``, ``429``) consumed one per request, a
+fixed sleep per call, and a log of every request received.
+
+Run it: ``python -m generation.server --model smollm2-135m-instruct --port 8011``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from generation.backends import Backend, BackendError, CallParameters, ChatResponse
+
+FAULTS = ("ok", "error", "empty", "429")
+
+
+class EchoBackend:
+    """Deterministic stand-in model: replies with the last line of the last user
+    message (or ``reply`` when given). Costs nothing, loads nothing."""
+
+    name = "echo"
+
+    def __init__(self, reply: str | None = None) -> None:
+        self.reply = reply
+
+    def complete(
+        self, messages: list[dict[str, str]], params: CallParameters
+    ) -> ChatResponse:
+        last = next(
+            (m["content"] for m in reversed(messages) if m.get("role") == "user"), ""
+        )
+        text = self.reply if self.reply is not None else last.strip().splitlines()[-1]
+        return ChatResponse(
+            text=text,
+            prompt_tokens=sum(len(m.get("content", "").split()) for m in messages),
+            completion_tokens=len(text.split()),
+            cost_usd=0.0,
+            provider="echo",
+            finish_reason="stop",
+        )
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request the server received: its body hash and what it answered."""
+
+    number: int
+    model: str
+    messages_sha256: str
+    fault: str
+    status_code: int
+
+
+class ChatServer:
+    """An OpenAI-compatible server on ``host:port`` (port 0 = an ephemeral port).
+
+    Parameters
+    ----------
+    backend : what answers (``LocalBackend``, ``EchoBackend``, ...).
+    faults : scripted faults consumed one per request, then ``ok``.
+    sleep_s : seconds every request sleeps before answering.
+
+    Use as a context manager; :attr:`url` is the ``api_base`` (ending ``/v1``).
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        faults: Iterable[str] = (),
+        sleep_s: float = 0.0,
+    ) -> None:
+        self.backend = backend
+        self.sleep_s = sleep_s
+        self.requests: list[RequestRecord] = []
+        self._faults: deque[str] = deque()
+        self._lock = threading.Lock()
+        self.add_faults(faults)
+        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def add_faults(self, faults: Iterable[str]) -> None:
+        faults = list(faults)
+        unknown = sorted(set(faults) - set(FAULTS))
+        if unknown:
+            raise ValueError(f"unknown faults {unknown}; use {', '.join(FAULTS)}")
+        with self._lock:
+            self._faults.extend(faults)
+
+    def start(self) -> ChatServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ChatServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _next_fault(self) -> tuple[int, str]:
+        with self._lock:
+            number = len(self.requests) + 1
+            fault = self._faults.popleft() if self._faults else "ok"
+            return number, fault
+
+    def _record(self, record: RequestRecord) -> None:
+        with self._lock:
+            self.requests.append(record)
+
+    def handle(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Answer one ``/chat/completions`` body: ``(status, json)``."""
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return 400, _error("messages must be a non-empty list", "invalid_request")
+        model = str(body.get("model", ""))
+        digest = hashlib.sha256(
+            json.dumps(messages, sort_keys=True).encode("utf-8")
+        ).hexdigest()
+        number, fault = self._next_fault()
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
+        status = {"429": 429, "error": 500}.get(fault, 200)
+        if fault in ("429", "error"):
+            self._record(RequestRecord(number, model, digest, fault, status))
+            kind = "rate_limit_exceeded" if fault == "429" else "server_error"
+            return status, _error(f"injected fault: {fault}", kind)
+        params = CallParameters(
+            temperature=float(body.get("temperature") or 0.0),
+            max_tokens=int(body.get("max_tokens") or 64),
+            seed=int(body.get("seed") or 0),
+        )
+        try:
+            reply = self.backend.complete(messages, params)
+        except BackendError as error:
+            self._record(RequestRecord(number, model, digest, "error", 500))
+            return 500, _error(str(error), "server_error")
+        text = "" if fault == "empty" else reply.text
+        self._record(RequestRecord(number, model, digest, fault, 200))
+        return 200, {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": reply.finish_reason or "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": reply.prompt_tokens or 0,
+                "completion_tokens": reply.completion_tokens or 0,
+                "total_tokens": reply.total_tokens or 0,
+            },
+        }
+
+
+def _error(message: str, kind: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": kind}}
+
+
+def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            return None
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            if status == 429:
+                self.send_header("Retry-After", "0")
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802
+            if self.path.rstrip("/") in ("/v1/models", "/models"):
+                model = getattr(server.backend, "model_name", server.backend.name)
+                self._send(200, {"object": "list", "data": [{"id": model}]})
+            else:
+                self._send(404, _error("not found", "not_found"))
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except json.JSONDecodeError:
+                self._send(400, _error("body is not JSON", "invalid_request"))
+                return
+            if self.path.rstrip("/") not in (
+                "/v1/chat/completions",
+                "/chat/completions",
+            ):
+                self._send(404, _error("not found", "not_found"))
+                return
+            status, payload = server.handle(body)
+            self._send(status, payload)
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m generation.server``: serve a local model until interrupted."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--model",
+        default="smollm2-135m-instruct",
+        help="shipped model name, HF folder, or 'echo'",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--sleep", type=float, default=0.0, help="seconds per call")
+    args = parser.parse_args(argv)
+    if args.model == "echo":
+        backend: Backend = EchoBackend()
+    else:
+        from generation.backends.local import LocalBackend
+
+        backend = LocalBackend(args.model)
+        backend.check()
+    server = ChatServer(backend, host=args.host, port=args.port, sleep_s=args.sleep)
+    print(server.url, flush=True)  # noqa: T201 (the one line a caller reads)
+    try:
+        server._httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server._httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()

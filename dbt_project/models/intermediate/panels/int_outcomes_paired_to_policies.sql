@@ -1,9 +1,13 @@
+{{ config(materialized='table') }}
 {#
     One row per paired outcome: a raw-policy outcome (budget 0) and a
     non-raw-policy outcome for the same dataset, item, reader, metric and
     seed; every raw policy x every non-raw policy of the dataset. The panel
     key is dataset x metric x raw policy x compressed policy x budget x seed,
     so the grain is panel_id x reader_id x item_id.
+
+    A table, not a view like the rest of the folder: the footprint, its
+    tests and the marts all read it, so the matrix is paired once per build.
 #}
 with
 

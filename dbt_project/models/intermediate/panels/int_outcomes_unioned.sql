@@ -1,3 +1,4 @@
+{{ config(materialized='table') }}
 {#
     One row per outcome: dataset_id x item_id x reader_id x policy_id x
     budget_tokens x metric x seed, from scored generations (status ok or
@@ -5,6 +6,9 @@
 
     When a generation key was answered more than once (a rerun), the latest
     generation (created_at, then generation_id) is the outcome.
+
+    A table, not a view like the rest of the folder: fct_outcomes and the
+    pairing both read it, so the full matrix is unioned once per build.
 #}
 with
 

@@ -25,6 +25,7 @@ import hashlib
 import io
 import re
 import string
+import tempfile
 import zlib
 from collections import Counter
 from dataclasses import dataclass
@@ -275,7 +276,17 @@ def stage_matrix(con: duckdb.DuckDBPyConnection, path: Path, data: bytes) -> int
     file = str(path)
     header, header_end = _read_header(data, file)
     con.execute(f"drop table if exists {STAGE}")
-    if not _stage_with_duckdb(con, path, header, _physical_lines(data) - header_end):
+    body_lines = _physical_lines(data) - header_end
+    if path.name.endswith(".gz"):
+        # DuckDB parses a plain file in parallel; a .gz only in one thread, and it
+        # would inflate it a second time
+        with tempfile.TemporaryDirectory(prefix="ragledger-matrix-") as scratch:
+            plain = Path(scratch) / "matrix.csv"
+            plain.write_bytes(data)
+            staged = _stage_with_duckdb(con, plain, header, body_lines)
+    else:
+        staged = _stage_with_duckdb(con, path, header, body_lines)
+    if not staged:
         _stage_with_csv(con, data, file)
     return header_end
 

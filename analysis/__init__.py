@@ -9,6 +9,3 @@ else of ours.
 """
 
 from __future__ import annotations
-
-#: Bumped when a statistic's definition or numbers change; stored with every row.
-CODE_VERSION = "analysis-1"

@@ -352,3 +352,29 @@ def declared_pair(
         gap=gap,
         reasons=reasons,
     )
+
+
+def pair_input_from_panel(panel, current: str, candidate: str) -> PairInput:  # noqa: ANN001
+    """The four arrays of two readers of a :class:`analysis.panel.PanelArrays`."""
+    a, b = panel.reader_index(current), panel.reader_index(candidate)
+    answers = None
+    if panel.raw_answers is not None and panel.comp_answers is not None:
+        answers = {
+            "current_raw_answer": list(panel.raw_answers[a]),
+            "current_compressed_answer": list(panel.comp_answers[a]),
+            "candidate_raw_answer": list(panel.raw_answers[b]),
+            "candidate_compressed_answer": list(panel.comp_answers[b]),
+        }
+    return PairInput(
+        metric=panel.metric,
+        current=current,
+        candidate=candidate,
+        item_ids=list(panel.items),
+        current_raw=panel.raw[a],
+        current_compressed=panel.comp[a],
+        candidate_raw=panel.raw[b],
+        candidate_compressed=panel.comp[b],
+        hints=dict(panel.hints),
+        question_types=panel.question_types,
+        answers=answers,
+    )

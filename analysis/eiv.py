@@ -239,6 +239,13 @@ def eiv_bootstrap(
     """
     point = eiv_point(raw, comp, headroom=headroom)
     m, n = raw.shape
+    if m < 3 or n < 2:
+        why = point.reasons.get("r_clipped", "needs at least three readers and two rows")
+        return EIVResult(
+            "headroom" if headroom else "gain", point, Interval.undefined(), Interval.undefined(),
+            draws, 0, 0, 0, 0, 0, seed if isinstance(seed, int) else None,
+            {"interval": why, "psd_interval": why},
+        )  # fmt: skip
     gain = comp - raw
     rng = generator(seed)
     codes, n_families = family_codes(families)
@@ -262,6 +269,11 @@ def eiv_bootstrap(
     else:
         m11 = m22 = m12 = np.empty(0)
     out = _derived(m11, m22, m12)
+    # a draw with fewer than three reader copies has no correlation across readers
+    few = reader_weights.sum(axis=1) < 3
+    out["r"] = np.where(few, np.nan, out["r"])
+    out["r_clipped"] = np.where(few, np.nan, out["r_clipped"])
+    out["r_psd"] = np.where(few, np.nan, out["r_psd"])
     r = out["r"]
     finite = np.isfinite(r)
     interval = percentile_interval(out["r_clipped"][finite], level)

@@ -119,12 +119,21 @@ def _connect(path: str | Path):
     if not target.exists():
         raise WarehouseError(f"no warehouse at {target}; run `ragledger init` and a build")
     con = ibis.duckdb.connect(str(target), read_only=True)
-    if "dim_panels" not in con.list_tables(database="marts"):
+    if not _has_table(con, "dim_panels"):
         con.disconnect()
         raise WarehouseError(
             f"{target} has no marts.dim_panels; run `ragledger build` (dbt) first"
         )
     return con
+
+
+def _has_table(con, name: str) -> bool:  # noqa: ANN001
+    # ibis 12's list_tables calls a DuckDB 1.x method; looking the table up works on both
+    try:
+        con.table(name, database="marts")
+    except Exception:  # noqa: BLE001 - ibis raises backend-specific errors
+        return False
+    return True
 
 
 def read_panel(path: str | Path, panel: str) -> PanelArrays:
@@ -154,7 +163,11 @@ def read_panel(path: str | Path, panel: str) -> PanelArrays:
         available = set(cells.columns)
         columns = [name for name in wanted if name in available]
         answer_columns = []
-        paired = con.table("fct_paired_outcomes", database="marts") if "fct_paired_outcomes" in con.list_tables(database="marts") else None
+        paired = (
+            con.table("fct_paired_outcomes", database="marts")
+            if _has_table(con, "fct_paired_outcomes")
+            else None
+        )
         arrow = (
             cells.filter(cells.panel_id == info["panel_id"])
             .select(*columns)
@@ -270,3 +283,97 @@ def _loads(text: Any) -> dict[str, Any]:
 
 def _scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool)) or value is None
+
+
+@dataclass(frozen=True)
+class SelectionOutcomes:
+    """Selector x budget outcomes of one dataset and metric: ``questions x seeds`` each."""
+
+    dataset_id: str
+    metric: str
+    items: tuple[str, ...]
+    seeds: tuple[int, ...]
+    scores: Mapping[str, np.ndarray]
+    groups: Mapping[str, tuple[Any, ...]]
+    raw_methods: tuple[str, ...]
+    dropped_items: int
+
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        digest.update(json.dumps([self.dataset_id, self.metric, list(self.items), list(self.seeds), sorted(self.scores)]).encode())
+        for name in sorted(self.scores):
+            digest.update(np.ascontiguousarray(self.scores[name], dtype="<f8").tobytes())
+        return "sha256:" + digest.hexdigest()
+
+
+def read_selection_outcomes(path: str | Path, *, group_columns: Sequence[str] = ("question_type",)) -> list[SelectionOutcomes]:
+    """Datasets with selector outcomes, as per-method ``questions x seeds`` matrices.
+
+    Methods are ``policy_id@budget_tokens`` for selectors plus the dataset's raw
+    policies (``@0``). Only questions scored at every seed by every method are
+    kept (the count dropped is reported); nothing is imputed.
+    """
+    con = _connect(path)
+    try:
+        outcomes = con.table("fct_outcomes", database="marts")
+        selector_keys = (
+            outcomes.filter(outcomes.policy_kind == "selector")
+            .select("dataset_id", "metric")
+            .distinct()
+            .to_pyarrow()
+            .to_pylist()
+        )
+        found = []
+        for key in sorted(selector_keys, key=lambda k: (k["dataset_id"], k["metric"])):
+            columns = ["item_id", "policy_id", "policy_kind", "budget_tokens", "seed", "score"]
+            extra = [c for c in group_columns if c in outcomes.columns]
+            table = (
+                outcomes.filter(
+                    (outcomes.dataset_id == key["dataset_id"])
+                    & (outcomes.metric == key["metric"])
+                    & outcomes.policy_kind.isin(["selector", "raw"])
+                )
+                .select(*columns, *extra)
+                .to_pyarrow()
+                .to_pydict()
+            )
+            found.append(_selection_arrays(key["dataset_id"], key["metric"], table, extra))
+    finally:
+        con.disconnect()
+    return found
+
+
+def _selection_arrays(dataset_id: str, metric: str, table: Mapping[str, list[Any]], extra: Sequence[str]) -> SelectionOutcomes:
+    methods = [
+        f"{policy}@{budget}"
+        for policy, budget in zip(table["policy_id"], table["budget_tokens"], strict=True)
+    ]
+    seeds = tuple(sorted(set(table["seed"])))
+    names = sorted(set(methods))
+    cells: dict[str, set[tuple[str, int]]] = {name: set() for name in names}
+    for method, item, seed in zip(methods, table["item_id"], table["seed"], strict=True):
+        cells[method].add((item, seed))
+    all_items = sorted(set(table["item_id"]))
+    complete = [
+        item for item in all_items if all((item, seed) in cells[name] for name in names for seed in seeds)
+    ]
+    position = {item: k for k, item in enumerate(complete)}
+    seed_pos = {seed: k for k, seed in enumerate(seeds)}
+    scores = {name: np.full((len(complete), len(seeds)), np.nan) for name in names}
+    groups: dict[str, list[Any]] = {column: [None] * len(complete) for column in extra}
+    for k, (method, item, seed) in enumerate(zip(methods, table["item_id"], table["seed"], strict=True)):
+        if item in position:
+            scores[method][position[item], seed_pos[seed]] = table["score"][k]
+            for column in extra:
+                groups[column][position[item]] = table[column][k]
+    raw_methods = tuple(sorted({m for m, kind in zip(methods, table["policy_kind"], strict=True) if kind == "raw"}))
+    return SelectionOutcomes(
+        dataset_id=dataset_id,
+        metric=metric,
+        items=tuple(complete),
+        seeds=seeds,
+        scores=scores,
+        groups={column: tuple(values) for column, values in groups.items()},
+        raw_methods=raw_methods,
+        dropped_items=len(all_items) - len(complete),
+    )

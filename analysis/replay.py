@@ -30,6 +30,7 @@ import numpy as np
 from analysis.bootstrap import SeedLike, generator, single_blas
 from analysis.mcnemar import critical_counts
 from analysis.results import (
+    NOT_JSON,
     Interval,
     ResultMixin,
     StatRow,
@@ -154,6 +155,7 @@ class FlipReplay(ResultMixin):
     mcnemar_filter: bool
     seed: int | None
     reasons: Mapping[str, str] = field(default_factory=dict)
+    excess_by_split: np.ndarray | None = field(**NOT_JSON)
 
     def stat_rows(self, suffix: str = "") -> list[StatRow]:
         counts = {
@@ -499,7 +501,8 @@ def split_audit(
             d_r = sco_raw[ix, strong] - sco_raw[ix, weak]
             d_c = sco_comp[ix, strong] - sco_comp[ix, weak]
             valid = d_r >= gap
-            held_rho[rows, k] = np.where(valid, d_c / np.where(valid, d_r, 1.0), np.nan)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                held_rho[rows, k] = np.where(valid, d_c / np.where(valid, d_r, 1.0), np.nan)
             held_code[rows, k] = np.where(valid, weak * m + strong, -1)
 
         # disjoint rows: raw mean on S, gain on T, Pearson r across readers
@@ -584,6 +587,7 @@ def split_audit(
         mcnemar_filter=mcnemar_filter,
         seed=seed if isinstance(seed, int) else None,
         reasons=flip_reasons,
+        excess_by_split=excess[used],
     )
     both = _distribution("both_half_reversal_rate", both_rate, level, "no split has an eligible pair")
     valid = np.isfinite(held_rho)

@@ -50,6 +50,10 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+#: ``field(**NOT_JSON)`` keeps an array on a result for figures but out of JSON.
+NOT_JSON = {"default": None, "repr": False, "compare": False, "metadata": {"json": False}}
+
+
 def finite_or_nan(value: Any) -> float:
     """A float, with None mapped to NaN."""
     return float("nan") if value is None else float(value)
@@ -97,7 +101,7 @@ class ResultMixin:
         out: dict[str, Any] = {}
         reasons = dict(getattr(self, "reasons", {}) or {})
         for item in fields(self):  # type: ignore[arg-type]
-            if item.name == "reasons":
+            if item.name == "reasons" or not item.metadata.get("json", True):
                 continue
             value = getattr(self, item.name)
             converted = jsonable(value)

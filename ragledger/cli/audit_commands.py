@@ -1,7 +1,187 @@
-"""CLI commands for this area (filled by the issue that builds it)."""
+"""CLI commands for audit statistics: ``audit`` (warehouse panels) and ``replay-audit`` (a ragscale file)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import click
 
-COMMANDS: list[click.Command] = []
+from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.console import RichProgress, console, errors, print_table
+from warehouse.connections import default_database_path
+from warehouse.errors import WarehouseError
+
+
+def _counts(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by both commands: counts, seed, gap and thresholds."""
+    options = [
+        click.option("--seed", type=int, default=20260821, show_default=True, help="Seed of every resampling and split sequence."),
+        click.option("--gap", type=float, default=0.05, show_default=True, help="Minimum raw upgrade (0.05 = 5pp)."),
+        click.option("--draws", type=int, default=5000, show_default=True, help="Family-by-row draws (retention, errors-in-variables)."),
+        click.option("--splits", type=int, default=5000, show_default=True, help="Row splits (flips, McNemar, held-out endpoints, screen)."),
+        click.option("--null-draws", type=int, default=200, show_default=True, help="Draws per null."),
+        click.option("--null-splits", type=int, default=250, show_default=True, help="Splits per null draw."),
+        click.option("--no-nulls", is_flag=True, help="Skip the two order-preserving nulls."),
+        click.option("--sensitivity", is_flag=True, help="Add gap 0.02/0.10, tie-rule and McNemar-filter replays."),
+        click.option("--threshold", type=float, default=0.75, show_default=True, help="Retention alert threshold (declared pair, screen)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _settings(values: dict[str, Any]):  # noqa: ANN202
+    from analysis.audit import AuditSettings
+
+    try:
+        return AuditSettings(
+            gap=values["gap"],
+            seed=values["seed"],
+            draws=values["draws"],
+            splits=values["splits"],
+            null_draws=values["null_draws"],
+            null_splits=values["null_splits"],
+            nulls=not values["no_nulls"],
+            sensitivity=values["sensitivity"],
+            retention_threshold=values["threshold"],
+            pair_draws=values.get("pair_draws", 2000),
+        )
+    except ValueError as error:
+        raise WarehouseError(str(error).replace("`", "--").replace("_", "-")) from None
+
+
+def _fmt(value: Any, scale: float = 100.0, suffix: str = "pp") -> str:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return "n/a"
+    if number != number:
+        return "n/a"
+    return f"{number * scale:.1f}{suffix}"
+
+
+def _print_audits(run: Any) -> None:  # noqa: ANN401
+    rows = []
+    for audit in run.audits:
+        f = audit.split.flips
+        rows.append(
+            [
+                audit.panel["panel_name"],
+                audit.panel["readers"],
+                audit.panel["rows"],
+                _fmt(audit.endpoint.retention, suffix="%"),
+                _fmt(f.median_excess),
+                f"{f.full_sample_compressed_reversals}/{f.full_sample_eligible_pairs}",
+                len(audit.warnings),
+            ]
+        )
+    if rows:
+        print_table(["Panel", "Readers", "Rows", "Endpoint retention", "Excess flips", "Reversed/eligible", "Warnings"], rows, title="Audited panels")
+    if run.pairs:
+        print_table(
+            ["Metric", "Raw upgrade", "Compressed upgrade", "Retention", "Outcome"],
+            [[p.metric, _fmt(p.raw_upgrade), _fmt(p.compressed_upgrade), _fmt(p.upgrade_retention, suffix="%"), p.outcome] for _, p in run.pairs],
+            title=f"{run.pairs[0][1].current_reader} -> {run.pairs[0][1].candidate_reader}",
+        )
+    for key, _, selection in run.selections:
+        print_table(
+            ["Method", "Accuracy", "Interval"],
+            [[m.method, _fmt(m.accuracy, suffix="%"), f"[{_fmt(m.interval.low, suffix='%')}, {_fmt(m.interval.high, suffix='%')}]"] for m in selection.methods],
+            title=key,
+        )
+    for message in run.messages:
+        errors.print(f"[yellow]{message}[/yellow]")
+
+
+@click.command("audit")
+@click.option("--panel", "panels", multiple=True, help="Panel id or name (repeatable; default: every panel).")
+@click.option("--current", help="Declared pair: the current reader (ragscale `run` figures).")
+@click.option("--candidate", help="Declared pair: the candidate reader.")
+@click.option("--metric-order", help="Comma-separated metrics; the pair bootstrap seed is --seed + the metric's index (ragscale's rule). Default: alphabetical.")
+@click.option("--hint-field", "hint_fields", multiple=True, help="Slice field for declared pairs (repeatable; default question_type, difficulty).")
+@click.option("--pair-draws", type=int, default=2000, show_default=True, help="Row-bootstrap draws for the declared pair.")
+@click.option("--baseline", help="Context selection: the method (policy@budget) differences are taken against (default: the raw policy).")
+@click.option("--stratify-by", help="Context selection: resample questions within this fct_outcomes column.")
+@click.option("--cluster-by", help="Context selection: resample whole clusters of this fct_outcomes column.")
+@click.option("--selection-seed", type=int, default=5768, show_default=True, help="Context selection bootstrap seed.")
+@click.option("--output", "-o", type=click.Path(file_okay=False), help="Folder for summary.json, REPORT.md and report.html.")
+@click.option("--no-write", is_flag=True, help="Compute and print only; leave analysis.* untouched.")
+@_counts
+@click.pass_context
+@error_handler
+def audit(ctx: click.Context, panels: tuple[str, ...], current: str | None, candidate: str | None, metric_order: str | None, hint_fields: tuple[str, ...], baseline: str | None, stratify_by: str | None, cluster_by: str | None, selection_seed: int, output: str | None, no_write: bool, **values: Any) -> None:
+    """Audit panels from the marts: retention, bootstraps, flips, nulls, EIV, McNemar.
+
+    Reads marts.dim_panels / panel_cells read-only, computes every statistic of
+    specs/statistics.md, writes analysis.audits, analysis.statistics and
+    analysis.reader_results in one transaction (reruns replace), and with
+    --output writes summary.json, REPORT.md and report.html. With --current and
+    --candidate it also reports what ragscale's `run` reports for that pair.
+    """
+    if stratify_by and cluster_by:
+        raise click.UsageError("pass --stratify-by or --cluster-by, not both")
+    from analysis.audit import DEFAULT_HINT_FIELDS, audit_warehouse
+
+    path = database_path(ctx) or default_database_path()
+    progress = RichProgress()
+    try:
+        run = audit_warehouse(
+            path,
+            panels=panels,
+            settings=_settings(values),
+            current=current,
+            candidate=candidate,
+            metric_order=[m.strip() for m in metric_order.split(",")] if metric_order else None,
+            hint_fields=hint_fields or DEFAULT_HINT_FIELDS,
+            output=output,
+            write_tables_=not no_write,
+            baseline=baseline,
+            stratify_by=stratify_by,
+            cluster_by=cluster_by,
+            selection_seed=selection_seed,
+            progress=progress,
+        )
+    finally:
+        progress.finish()
+    _print_audits(run)
+    if run.rows_written:
+        console.print(f"Wrote {run.rows_written} statistics to analysis.statistics in {path}")
+    if run.paths:
+        console.print(f"Audit written to {Path(run.paths['summary']).parent}")
+
+
+@click.command("replay-audit")
+@click.option("--input", "input_path", required=True, type=click.Path(dir_okay=False), help="ragscale paired_scores.csv (or records.jsonl).")
+@click.option("--metric", help="Metric to audit when the file holds several.")
+@click.option("--output", "-o", type=click.Path(file_okay=False), help="Folder for summary.json, REPORT.md, report.html (default: print the report).")
+@_counts
+@error_handler
+def replay_audit(input_path: str, metric: str | None, output: str | None, **values: Any) -> None:
+    """ragscale's replay-audit on its own file, with no warehouse, plus every audit statistic.
+
+    summary.json carries ragscale's result fields under their own names at the
+    top level and this package's full audit under "panel".
+    """
+    from analysis.audit import replay_audit_file
+    from analysis.report import markdown_report
+
+    progress = RichProgress()
+    try:
+        run = replay_audit_file(input_path, metric=metric, settings=_settings(values), output=output, progress=progress)
+    finally:
+        progress.finish()
+    if output is None:
+        console.print(markdown_report(run.document, run.audits), markup=False, highlight=False)
+        return
+    replay = run.audits[0].replay
+    console.print(f"Audit written to {output}")
+    console.print(
+        f"  {replay['metric']}: {replay['outcome']} (endpoint retention {_fmt(replay['endpoint_retention'], suffix='%')}, "
+        f"median excess flips {_fmt(replay['median_excess_flips'])})",
+        markup=False,
+    )
+
+
+COMMANDS: list[click.Command] = [audit, replay_audit]

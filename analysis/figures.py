@@ -1,0 +1,118 @@
+"""Audit figures as PNG bytes (matplotlib, Agg backend; no display needed)."""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from analysis.audit import PanelAudit
+
+
+def _subplots(figsize: tuple[float, float]):  # noqa: ANN202
+    """A Figure on the Agg canvas without importing pyplot (no GUI, no global state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots()
+
+
+def _png(fig) -> bytes:  # noqa: ANN001
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def reader_scatter(audit: PanelAudit) -> bytes:
+    """Raw vs compressed mean per reader: diagonal, least-squares line, rings on the raw endpoints."""
+    raw = np.array([r["raw_mean"] for r in audit.readers])
+    comp = np.array([r["compressed_mean"] for r in audit.readers])
+    names = [r["reader"] for r in audit.readers]
+    fig, ax = _subplots(figsize=(5.6, 5.0))
+    low = float(min(raw.min(), comp.min(), 1.0)) - 0.05
+    high = float(max(raw.max(), comp.max(), 0.0)) + 0.05
+    ax.plot([low, high], [low, high], color="0.6", linestyle="--", linewidth=1, label="no change (y = x)")
+    ax.scatter(raw, comp, s=28, color="#1f77b4", zorder=3, label="reader")
+    if raw.size >= 2 and np.ptp(raw) > 0:
+        slope, intercept = np.polyfit(raw, comp, 1)
+        xs = np.array([raw.min(), raw.max()])
+        ax.plot(xs, intercept + slope * xs, color="#d62728", linewidth=1.5, label=f"fit: slope {slope:.2f}")
+    for name in (audit.endpoint.weak, audit.endpoint.strong):
+        k = names.index(name)
+        ax.scatter([raw[k]], [comp[k]], s=180, facecolors="none", edgecolors="black", linewidths=1.5, zorder=4)
+        ax.annotate(name.split("/")[-1], (raw[k], comp[k]), textcoords="offset points", xytext=(6, -12), fontsize=8)
+    ax.scatter([], [], s=180, facecolors="none", edgecolors="black", label="raw endpoints")
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    ax.set_xlabel("raw mean score")
+    ax.set_ylabel("compressed mean score")
+    ax.set_title("Readers: raw vs compressed")
+    ax.legend(loc="upper left", fontsize=8)
+    return _png(fig)
+
+
+def endpoint_upgrade(audit: PanelAudit) -> bytes:
+    """The endpoint pair's raw and compressed upgrade, with the family-by-row interval."""
+    e = audit.endpoint
+    fig, ax = _subplots(figsize=(5.0, 3.6))
+    values = [e.raw_span * 100, e.compressed_span * 100]
+    ax.bar(["raw", "compressed"], values, color=["#7f7f7f", "#1f77b4"])
+    ax.axhline(0, color="black", linewidth=0.8)
+    for x, value in enumerate(values):
+        ax.text(x, value, f"{value:+.1f}pp", ha="center", va="bottom" if value >= 0 else "top", fontsize=9)
+    interval = audit.retention_family_row.interval
+    ret = "not admissible" if not np.isfinite(e.retention) else f"{e.retention * 100:.1f}%"
+    text = f"retention {ret}"
+    if interval.defined:
+        text += f" [{interval.low * 100:.1f}%, {interval.high * 100:.1f}%] family-by-row"
+    ax.set_title(f"Endpoint upgrade {e.weak.split('/')[-1]} -> {e.strong.split('/')[-1]}\n{text}", fontsize=9)
+    ax.set_ylabel("upgrade (pp)")
+    return _png(fig)
+
+
+def excess_distribution(audit: PanelAudit) -> bytes | None:
+    """Per-split excess flips against zero (median and 2.5/97.5 percentiles marked)."""
+    flips = audit.split.flips
+    values = flips.excess_by_split
+    if values is None or values.size == 0:
+        return None
+    fig, ax = _subplots(figsize=(5.6, 3.6))
+    ax.hist(values * 100, bins=40, color="#1f77b4", alpha=0.8)
+    ax.axvline(0, color="black", linewidth=1.2, label="zero")
+    ax.axvline(flips.median_excess * 100, color="#d62728", linewidth=1.5, label=f"median {flips.median_excess * 100:.1f}pp")
+    if flips.excess_interval.defined:
+        for end in (flips.excess_interval.low, flips.excess_interval.high):
+            ax.axvline(end * 100, color="#d62728", linestyle=":", linewidth=1)
+    ax.set_xlabel("excess flips per split (compressed - raw reversal rate, pp)")
+    ax.set_ylabel("splits")
+    ax.set_title(f"Excess flips over {flips.splits_used} splits", fontsize=10)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def rescue_damage(audit: PanelAudit) -> bytes:
+    """Rescue and damage per reader (shares for 0/1 scores, pp changes otherwise)."""
+    t = audit.transitions
+    names = [r["reader"].split("/")[-1] for r in t.per_reader]
+    if t.binary:
+        up = [r["rescue_share"] * 100 for r in t.per_reader]
+        down = [(r["damage_share"] or 0) * 100 for r in t.per_reader]
+        labels = ("rescue (% of all cells)", "damage (% of raw-correct cells)")
+    else:
+        up = [r["mean_positive_change_pp"] for r in t.per_reader]
+        down = [r["mean_negative_change_pp"] for r in t.per_reader]
+        labels = ("mean positive change (pp)", "mean negative change (pp)")
+    y = np.arange(len(names))
+    fig, ax = _subplots(figsize=(6.0, 0.35 * len(names) + 1.4))
+    ax.barh(y - 0.2, up, height=0.4, color="#2ca02c", label=labels[0])
+    ax.barh(y + 0.2, down, height=0.4, color="#d62728", label=labels[1])
+    ax.set_yticks(y, names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("%" if t.binary else "pp")
+    ax.set_title("Rescue and damage per reader", fontsize=10)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
+    return _png(fig)

@@ -658,3 +658,20 @@ def test_the_fast_route_accepts_hostile_text(tmp_path):
     body_lines = matrix._physical_lines(data) - header_end
     assert matrix._stage_with_duckdb(con, path, header, body_lines)
     con.close()
+
+
+@pytest.mark.parametrize("variant", ["no final line end", "mixed line ends"])
+def test_line_end_variants(con, tmp_path, variant):
+    raw = write_matrix(tmp_path / "w.csv", [make_row(i) for i in range(4)]).read_bytes()
+    data = (
+        raw.rstrip(b"\r\n")
+        if variant == "no final line end"
+        else raw.replace(b"\r\n", b"\n", 2)
+    )
+    path = tmp_path / "m.csv"
+    path.write_bytes(data)
+    assert load_matrix(con, path).row_count == 4
+    assert con.execute(
+        "select list(line_number order by line_number) from raw.matrix_rows"
+    ).fetchone() == ([2, 3, 4, 5],)
+    assert snapshot(con)["temp_tables"] == []  # the parse stage is gone

@@ -245,6 +245,8 @@ def _read_bytes(path: Path) -> bytes:
 
 def _gzip_error(path: Path, partial: bytes, problem: str) -> InputError:
     lines = _physical_lines(partial)
+    if not lines:
+        return InputError(f"{problem}: no line could be read", file=str(path))
     return InputError(
         f"{problem}: the data ends in line {lines:,}", file=str(path), line=lines
     )

@@ -535,7 +535,13 @@ def test_gzip_missing_its_trailer_is_truncated_after_the_last_line(con, tmp_path
 def test_corrupt_gzip_is_refused(con, tmp_path):
     path = tmp_path / "m.csv.gz"
     path.write_bytes(b"this is not gzip at all\n")
-    assert_refused(con, path, "corrupt gzip data", line=0, column=None)
+    assert_refused(
+        con,
+        path,
+        "corrupt gzip data .*: no line could be read$",
+        line=None,
+        column=None,
+    )
 
 
 def test_ragged_record_names_the_missing_column(con, tmp_path):

@@ -639,19 +639,60 @@ def test_cli_release_and_replace(tmp_path):
     assert "release 'paper': 2 rows from two.csv" in replaced.stdout
 
 
-def test_cli_error_is_one_line_with_exit_code_1(tmp_path):
+def _bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """The issue's four refusals: file -> (path, expected stderr after 'Error: ')."""
+    missing = write_matrix(
+        tmp_path / "missing.csv",
+        [make_row(0)],
+        header=[c for c in HEADER if c != "method"],
+    )
+    correct = write_matrix(
+        tmp_path / "correct.csv", [make_row(0), make_row(1, correct="yes")]
+    )
+    data = write_matrix(
+        tmp_path / "t.csv", [make_row(i) for i in range(3)]
+    ).read_bytes()
+    truncated = tmp_path / "truncated.csv.gz"
+    truncated.write_bytes(gzip.compress(data, mtime=0)[:-8])
+    duplicate = write_matrix(tmp_path / "duplicate.csv", [make_row(0), make_row(0)])
+    keys = "dataset, example_id, reader_model, method"
+    return {
+        "missing column": (missing, f"{missing}:1: column 'method': missing column"),
+        "non-numeric correct": (
+            correct,
+            f"{correct}:3: column 'correct': expected 0 or 1, got 'yes'",
+        ),
+        "truncated gzip": (
+            truncated,
+            f"{truncated}:4: truncated gzip file: the data ends in line 4",
+        ),
+        "duplicate key": (
+            duplicate,
+            f"{duplicate}:3: column '{keys}': duplicate key ('hotpotqa', '5a0000', "
+            "'qwen/qwen3-8b', 'hotpotqa-distractor-10'): lines 2 and 3",
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "case", ["missing column", "non-numeric correct", "truncated gzip", "duplicate key"]
+)
+def test_cli_refusal_is_one_line_with_exit_code_1_and_no_writes(tmp_path, case):
     database = tmp_path / "cli.duckdb"
-    path = write_matrix(tmp_path / "m.csv", [make_row(0), make_row(1, correct="yes")])
-    result = CliRunner().invoke(
-        main, ["--db", str(database), "ingest", "matrix", str(path)]
-    )
-    assert result.exit_code == 1
-    assert (
-        result.stderr
-        == f"Error: {path}:3: column 'correct': expected 0 or 1, got 'yes'\n"
-    )
+    runner = CliRunner()
+    base = ["--db", str(database), "ingest", "matrix"]
+    good = write_matrix(tmp_path / "good.csv", [make_row(0, dataset="nq")])
+    assert runner.invoke(main, [*base, str(good)]).exit_code == 0
     con = warehouse.connect(database, read_only=True)
-    assert con.execute("select count(*) from raw.matrix_rows").fetchone() == (0,)
+    before = snapshot(con)
+    con.close()
+    path, expected = _bad_files(tmp_path)[case]
+    result = runner.invoke(main, [*base, str(path)])
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {expected}\n"
+    assert result.stdout == ""
+    con = warehouse.connect(database, read_only=True)
+    assert snapshot(con) == before
     con.close()
 
 

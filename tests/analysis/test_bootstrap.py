@@ -1,0 +1,125 @@
+"""Bootstraps against plain loops with the same indices; exact tests against scipy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest, chi2_contingency
+
+from analysis.bootstrap import cluster_counts, counts_from_indices, stratified_indices
+from analysis.mcnemar import critical_counts, exact_pvalues
+from analysis.results import percentile_interval
+from analysis.retention import endpoint_retention, family_codes, retention_bootstrap
+from analysis.transitions import homogeneity, rescue_damage
+from tests.analysis.simulate import binary_panel, continuous_panel
+
+
+def loop_retention(raw, comp, families, draws, seed, gap=0.05):
+    """Section 2 per draw, with the same draw order (families first, then rows)."""
+    rng = np.random.default_rng(seed)
+    m, n = raw.shape
+    if families is not None:
+        codes, n_families = family_codes(families)
+        picks = rng.integers(0, n_families, size=(draws, n_families))
+    rows = rng.integers(0, n, size=(draws, n))
+    kept = []
+    for k in range(draws):
+        readers = list(range(m)) if families is None else [r for r in range(m) if codes[r] in picks[k]]
+        mu_raw = raw[np.ix_(readers, rows[k])].mean(axis=1)
+        mu_comp = comp[np.ix_(readers, rows[k])].mean(axis=1)
+        weak, strong = int(np.argmin(mu_raw)), int(np.argmax(mu_raw))
+        d_raw = mu_raw[strong] - mu_raw[weak]
+        if d_raw >= gap:
+            kept.append((mu_comp[strong] - mu_comp[weak]) / d_raw)
+    return percentile_interval(np.array(kept)), len(kept)
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_retention_bootstrap_equals_plain_loop(fixed):
+    raw, comp, readers, families = binary_panel(m=10, n=80, seed=3, families=4)
+    fams = None if fixed else families
+    got = retention_bootstrap(raw, comp, fams, draws=120, seed=5)
+    want, used = loop_retention(raw, comp, fams, 120, 5)
+    assert (got.interval.low, got.interval.high) == (want.low, want.high)
+    assert got.draws_used == used
+
+
+def test_retention_bootstrap_continuous_close_to_loop():
+    raw, comp, readers, families = continuous_panel(m=8, n=60, seed=2)
+    got = retention_bootstrap(raw, comp, families, draws=80, seed=1)
+    want, used = loop_retention(raw, comp, families, 80, 1)
+    assert got.draws_used == used
+    assert np.allclose([got.interval.low, got.interval.high], [want.low, want.high], rtol=0, atol=1e-12)
+
+
+def test_endpoint_ties_go_to_the_first_reader_name():
+    raw = np.array([[1, 0], [1, 0], [1, 1]], float)
+    got = endpoint_retention(raw, raw, ["a", "b", "c"])
+    assert (got.weak, got.strong) == ("a", "c")
+
+
+def test_below_gap_is_null_with_reason():
+    raw = np.array([[1, 0, 0, 0], [1, 0, 0, 0]], float)
+    got = endpoint_retention(raw, raw, ["a", "b"]).to_dict()
+    assert got["retention"] is None and "below the minimum" in got["retention_reason"]
+
+
+def test_exact_mcnemar_equals_binomtest():
+    b = np.array([b for total in range(1, 60) for b in range(total + 1)])
+    c = np.array([total - b for total in range(1, 60) for b in range(total + 1)])
+    got = exact_pvalues(b, c)
+    want = [binomtest(int(x), int(x + y), 0.5).pvalue for x, y in zip(b, c, strict=True)]
+    assert got.tolist() == want
+    assert exact_pvalues(np.array(0), np.array(0)) == 1.0
+
+
+def test_critical_counts_agree_with_pvalues():
+    crit = critical_counts(300)
+    total, low = np.meshgrid(np.arange(301), np.arange(301), indexing="ij")
+    ok = 2 * low <= total
+    p = exact_pvalues(low[ok], (total - low)[ok])
+    assert np.array_equal(low[ok] <= crit[total[ok]], p < 0.05)
+
+
+@pytest.mark.parametrize("readers", [2, 3, 6])
+def test_chi_square_equals_scipy(readers):
+    rng = np.random.default_rng(readers)
+    totals = rng.integers(10, 60, readers)
+    events = rng.binomial(totals, 0.3)
+    got = homogeneity(events, totals)
+    want = chi2_contingency(np.stack([events, totals - events], axis=1))
+    assert got.statistic == pytest.approx(want.statistic, rel=1e-12)
+    assert got.pvalue == pytest.approx(want.pvalue, rel=1e-12)
+    assert got.dof == want.dof
+
+
+def test_rescue_damage_definitions():
+    raw = np.array([[0, 0, 1, 1], [1, 1, 1, 0]], float)
+    comp = np.array([[1, 0, 0, 1], [1, 0, 1, 1]], float)
+    got = rescue_damage(raw, comp, ["a", "b"])
+    assert got.per_reader[0]["rescue_share"] == 1 / 4  # of ALL cells
+    assert got.per_reader[0]["damage_share"] == 1 / 2  # of raw-correct cells
+    assert got.pooled_rescue == 2 / 8
+    assert got.pooled_damage == 2 / 5
+
+
+def test_stratified_draws_never_cross_strata():
+    strata = np.array(["x", "y", "x", "z", "y", "x", "z", "z", "z"])
+    idx = stratified_indices(np.random.default_rng(0), strata, 300)
+    assert (strata[idx] == strata[None, :]).all()
+
+
+def test_clustered_draws_keep_clusters_whole():
+    clusters = np.array([0, 0, 1, 1, 1, 2, 3, 3])
+    weights = cluster_counts(np.random.default_rng(1), clusters, 300)
+    for label in np.unique(clusters):
+        members = weights[:, clusters == label]
+        assert (members == members[:, :1]).all()  # every member drawn as often as the cluster
+    sizes = np.bincount(clusters)
+    assert set(np.unique(weights.sum(axis=1))) <= {float(s) for s in range(0, 40)}
+    assert weights.sum(axis=1).mean() == pytest.approx(sizes.mean() * len(sizes), rel=0.1)
+
+
+def test_counts_from_indices():
+    idx = np.array([[0, 0, 2], [1, 2, 2]])
+    assert counts_from_indices(idx, 3).tolist() == [[2, 0, 1], [0, 1, 2]]

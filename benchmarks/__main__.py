@@ -1,7 +1,8 @@
 """``python -m benchmarks [NAME ...]``: run ``benchmarks/bench_NAME.py`` (all when none given).
 
-Each bench module has ``main(argv: list[str]) -> None``; arguments after ``--``
-go to it. ``python -m benchmarks --list`` names the benches.
+Each bench module has ``main(argv: list[str]) -> None``; the options after the
+names (``python -m benchmarks matrix_ingest --repeat 1``) go to it.
+``python -m benchmarks --list`` names the benches.
 """
 
 from __future__ import annotations
@@ -20,17 +21,17 @@ def available() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    names, rest = (
-        (argv[: argv.index("--")], argv[argv.index("--") + 1 :])
-        if "--" in argv
-        else (argv, [])
-    )
-    if names in (["--list"], ["-l"]):
+    if argv in (["--list"], ["-l"]):
         print("\n".join(available()))  # noqa: T201
         return 0
-    if names in (["--help"], ["-h"]):
+    if argv in (["--help"], ["-h"]):
         print(__doc__)  # noqa: T201
         return 0
+    # names first; the first option (or what follows "--") goes to the benches
+    split = next((i for i, arg in enumerate(argv) if arg.startswith("-")), len(argv))
+    names, rest = argv[:split], argv[split:]
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
     known = available()
     unknown = [name for name in names if name not in known]
     if unknown:

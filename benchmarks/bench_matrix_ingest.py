@@ -12,7 +12,7 @@ fresh warehouse files:
 
 Run::
 
-    python -m benchmarks matrix_ingest [-- --repeat 3 --seed 0 --no-dbt]
+    python -m benchmarks matrix_ingest [--repeat 3] [--seed 0] [--no-dbt]
 """
 
 from __future__ import annotations

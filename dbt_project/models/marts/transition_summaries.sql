@@ -23,7 +23,8 @@ transitions_counted as (
         cast(count_if(raw_score = 1) as bigint) as raw_correct_cells,
         cast(count_if(transition_type = 'rescued') as bigint) as rescued,
         cast(count_if(transition_type = 'damaged') as bigint) as damaged,
-        cast(count_if(transition_type = 'unchanged_correct') as bigint) as unchanged_correct,
+        cast(count_if(transition_type = 'unchanged_correct') as bigint)
+            as unchanged_correct,
         cast(count_if(transition_type = 'unchanged_wrong') as bigint) as unchanged_wrong
     from panel_cells
     group by grouping sets ((panel_id, reader_id), (panel_id))

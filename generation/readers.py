@@ -66,9 +66,11 @@ _PARAM_KEYS = {"temperature", "max_tokens", "seed", "extra"}
 class ReaderSpec:
     """One reader: what to call, how, and with which prompt.
 
-    ``config_hash`` = sha256 of the canonical JSON of everything that changes
-    answers (model, backend, api_base, parameters, prompt hash); the key's
-    variable name is recorded, its value never.
+    ``config_hash`` = sha256 of the canonical JSON of what defines the reader
+    (id, model, backend, family, parameters, prompt hash). Where it is served
+    (``api_base``) and the key's variable name are recorded but not hashed: the
+    same model behind a new port is the same reader. A key's value is never
+    recorded.
     """
 
     reader_id: str
@@ -100,7 +102,10 @@ class ReaderSpec:
 
     @property
     def config_hash(self) -> str:
-        return sha256_json(self.config)
+        identity = dict(self.config)
+        identity.pop("api_base")
+        identity.pop("api_key_env")
+        return sha256_json(identity)
 
     def make_backend(self) -> Backend:
         return make_backend(

@@ -167,7 +167,8 @@ def load_evidence(
 ) -> list[EvidenceRow]:
     """The stored artifact text of every selected item under every policy.
 
-    Items are sorted by id; ``limit`` keeps the first N item ids (the same items
+    Rows are item-major (item id, then the policies in the order given, then
+    budget); ``limit`` keeps the first N item ids (the same items
     under every policy). An artifact whose text does not hash to its artifact
     hash stops everything before any call. An artifact without stored text is
     refused: with a ``refused`` list its (item, policy) is left out and the
@@ -249,6 +250,11 @@ def load_evidence(
                     f"policy {policy_id!r} has no stored artifact for item(s) "
                     f"{', '.join(missing[:5])} of {dataset_id!r}"
                 )
+    order = {
+        policy: index
+        for index, policy in enumerate(dict.fromkeys(r.policy_id for r in rows))
+    }
+    rows.sort(key=lambda r: (r.item_id, order[r.policy_id], r.budget_tokens))
     return rows
 
 

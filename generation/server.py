@@ -89,6 +89,8 @@ class ChatServer:
         self.backend = backend
         self.sleep_s = sleep_s
         self.requests: list[RequestRecord] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._faults: deque[str] = deque()
         self._lock = threading.Lock()
         self.add_faults(faults)
@@ -146,6 +148,24 @@ class ChatServer:
             json.dumps(messages, sort_keys=True).encode("utf-8")
         ).hexdigest()
         number, fault = self._next_fault()
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return self._answer(body, messages, model, digest, number, fault)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(
+        self,
+        body: dict[str, Any],
+        messages: list[dict[str, str]],
+        model: str,
+        digest: str,
+        number: int,
+        fault: str,
+    ) -> tuple[int, dict[str, Any]]:
         if self.sleep_s:
             time.sleep(self.sleep_s)
         status = {"429": 429, "error": 500}.get(fault, 200)

@@ -1,0 +1,121 @@
+"""Reader config files (YAML and TOML), built-ins, validation and hashes."""
+
+from __future__ import annotations
+
+import pytest
+
+from generation.readers import BUILTIN_READERS, load_reader_config
+from warehouse.errors import WarehouseError
+
+YAML = """
+readers:
+  hosted/qwen:
+    model: openrouter/qwen/qwen-2.5-7b-instruct
+    family: qwen
+    backend: litellm
+    api_key_env: OPENROUTER_API_KEY
+    parameters:
+      temperature: 0
+      max_tokens: 64
+      extra: {extra_body: {usage: {include: true}}}
+  self-hosted:
+    model: openai/smollm2
+    api_base: http://127.0.0.1:8011/v1/
+    prompt: reader-span-v1
+judges:
+  gpt-judge:
+    model: openai/gpt-4.1-mini
+    api_key_env: OPENAI_API_KEY
+    rubric: longmemeval
+"""
+
+TOML = """
+[readers."hosted/qwen"]
+model = "openrouter/qwen/qwen-2.5-7b-instruct"
+family = "qwen"
+backend = "litellm"
+api_key_env = "OPENROUTER_API_KEY"
+
+[readers."hosted/qwen".parameters]
+temperature = 0
+max_tokens = 64
+
+[readers."hosted/qwen".parameters.extra.extra_body.usage]
+include = true
+"""
+
+
+def test_yaml_config_defines_readers_and_judges(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-secret-value")
+    path = tmp_path / "readers.yaml"
+    path.write_text(YAML)
+    config = load_reader_config(path)
+    qwen = config.reader("hosted/qwen")
+    assert (qwen.model, qwen.family, qwen.backend) == (
+        "openrouter/qwen/qwen-2.5-7b-instruct",
+        "qwen",
+        "litellm",
+    )
+    assert qwen.params.max_tokens == 64 and qwen.params.seed == 0
+    assert qwen.params.extra == {"extra_body": {"usage": {"include": True}}}
+    # the key's variable name is recorded, its value never
+    assert "OPENROUTER_API_KEY" in str(qwen.config)
+    assert "sk-secret-value" not in str(qwen.config)
+    hosted = config.reader("self-hosted")
+    assert hosted.backend == "litellm" and hosted.params.temperature == 0.0
+    assert config.judge("gpt-judge").rubric == "longmemeval"
+    assert config.judge("gpt-judge").params.max_tokens == 10
+    # built-ins stay available next to the file's readers
+    assert set(BUILTIN_READERS) <= set(config.readers)
+
+
+def test_toml_and_yaml_give_the_same_reader(tmp_path):
+    (tmp_path / "r.yaml").write_text(YAML)
+    (tmp_path / "r.toml").write_text(TOML)
+    from_yaml = load_reader_config(tmp_path / "r.yaml").reader("hosted/qwen")
+    from_toml = load_reader_config(tmp_path / "r.toml").reader("hosted/qwen")
+    assert from_yaml.config_hash == from_toml.config_hash
+    assert from_yaml.params_hash == from_toml.params_hash
+
+
+def test_changed_parameters_change_the_hashes():
+    config = load_reader_config()
+    smol = config.reader("local/smollm2-135m-instruct")
+    gemma = config.reader("local/gemma3-270m")
+    assert smol.params_hash == gemma.params_hash  # same parameters
+    assert smol.config_hash != gemma.config_hash  # different model
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "readers:\n  r:\n    modle: x\n",
+            "unknown key 'modle' .*did you mean 'model'",
+        ),
+        ("readers:\n  r:\n    family: x\n", "needs `model`"),
+        ("readers:\n  r:\n    model: x\n    backend: vllm\n", "backend 'vllm'"),
+        (
+            "readers:\n  r:\n    model: x\n    parameters: {top_p: 1}\n",
+            "unknown parameter 'top_p'",
+        ),
+        ("readers:\n  r:\n    model: x\n    parameters: {max_tokens: 0}\n", "positive"),
+        ("reader:\n  r: {model: x}\n", "unknown top-level key"),
+        ("readers: [a, b]\n", "must map ids"),
+        ("judges:\n  j: {model: x, rubric: stars}\n", "rubric 'stars'"),
+        ("readers: {r: {model: x}\n", "cannot parse"),
+    ],
+)
+def test_bad_configs_name_the_problem(tmp_path, body, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(body)
+    with pytest.raises(WarehouseError, match=message):
+        load_reader_config(path)
+
+
+def test_unknown_reader_gets_a_hint(tmp_path):
+    config = load_reader_config()
+    with pytest.raises(WarehouseError, match="did you mean 'local/gemma3-270m'"):
+        config.reader("local/gemma3-270")
+    with pytest.raises(WarehouseError, match="not found"):
+        load_reader_config(tmp_path / "missing.yaml")

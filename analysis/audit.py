@@ -155,7 +155,7 @@ def ragscale_replay_fields(panel: PanelArrays, endpoint: EndpointRetention, flip
     """ragscale's ``replay-audit`` result fields, computed by this package."""
     m = len(panel.readers)
     binary = panel.is_binary
-    return {
+    document = {
         "readers": list(panel.readers),
         "families": sorted(set(panel.families)),
         "rows": len(panel.items),
@@ -176,6 +176,21 @@ def ragscale_replay_fields(panel: PanelArrays, endpoint: EndpointRetention, flip
         "outcome": "observed-pair-audited" if m == 2 else "observed-panel-audited",
         "warnings": list(warnings),
     }
+    reasons = {
+        "endpoint_retention": endpoint.reasons.get("retention"),
+        "median_raw_replay_flips": flips.reasons.get("median_raw_rate"),
+        "median_compressed_flips": flips.reasons.get("median_compressed_rate"),
+        "median_excess_flips": flips.reasons.get("median_excess"),
+        "excess_flip_split_interval": flips.reasons.get("excess_interval"),
+        "rescue_share": None if binary else "scores are not all 0/1",
+        "raw_correct_damage": transitions.reasons.get("pooled_damage") if binary else "scores are not all 0/1",
+        "raw_policy_id": "the input names no raw policy",
+    }
+    document = jsonable(document)
+    for key in list(document):
+        if document[key] is None:
+            document[f"{key}_reason"] = reasons.get(key) or "undefined"
+    return document
 
 
 def audit_panel(

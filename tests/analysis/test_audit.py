@@ -1,0 +1,118 @@
+"""Whole-panel audits: determinism, seeds, degenerate panels, strict JSON."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from analysis.audit import AuditSettings, audit_panel, dumps, summary, write_folder
+from analysis.nulls import null_arrays
+from analysis.panel import PanelArrays
+from tests.analysis.simulate import binary_panel, continuous_panel
+
+SMALL = AuditSettings(draws=150, splits=120, null_draws=8, null_splits=30)
+
+
+def make_panel(raw, comp, readers=None, families=None, metric="em"):
+    m, n = raw.shape
+    readers = readers or tuple(f"r{k:02d}" for k in range(m))
+    families = families or tuple(f"f{k % 3}" for k in range(m))
+    return PanelArrays("p1", "toy | em | raw -> comp", metric, raw, comp, tuple(readers), tuple(f"i{k:03d}" for k in range(n)), tuple(families))
+
+
+def strict(document):
+    """Serialises with allow_nan=False and has no NaN token."""
+    text = dumps(document)
+    assert "NaN" not in text and "Infinity" not in text
+    return json.loads(text)
+
+
+@pytest.fixture(scope="module")
+def panel():
+    raw, comp, readers, families = binary_panel(m=8, n=120, seed=1, families=4)
+    return make_panel(raw, comp, readers, families)
+
+
+def test_same_inputs_and_seed_give_byte_identical_summary(panel, tmp_path):
+    first = write_folder(tmp_path / "a", summary([audit_panel(panel, SMALL)]), [audit_panel(panel, SMALL)])
+    again = audit_panel(panel, SMALL)
+    second = write_folder(tmp_path / "b", summary([again]), [again])
+    assert first["summary"].read_bytes() == second["summary"].read_bytes()
+    html = first["html"].read_text()
+    assert html.count("data:image/png;base64,") == 4
+    assert "Rescue and damage" in first["report"].read_text() or "Rescue" in first["report"].read_text()
+
+
+def test_another_seed_changes_the_intervals(panel):
+    a = audit_panel(panel, SMALL)
+    b = audit_panel(panel, AuditSettings(**{**SMALL.__dict__, "seed": 7}))
+    assert a.endpoint.retention == b.endpoint.retention  # the point estimate does not move
+    assert a.retention_family_row.interval != b.retention_family_row.interval
+    assert a.split.flips.excess_interval != b.split.flips.excess_interval
+
+
+def test_stat_rows_have_reasons_for_undefined(panel):
+    for row in audit_panel(panel, SMALL).stat_rows():
+        if row.estimate is None or not np.isfinite(row.estimate):
+            assert row.reason, row.statistic
+
+
+DEGENERATE = {
+    "one reader": lambda: (np.array([[1, 0, 1, 1, 0, 1]], float), np.array([[1, 1, 1, 0, 0, 1]], float), None),
+    "one family": lambda: (*binary_panel(m=5, n=40, seed=2)[:2], ("same",) * 5),
+    "identical scores": lambda: (np.ones((4, 10)), np.ones((4, 10)), None),
+    "raw gap below threshold": lambda: (np.tile(np.array([1, 0, 1, 0, 1, 0, 1, 0, 1, 0], float), (3, 1)), np.eye(3, 10), None),
+    "fewer than four rows": lambda: (np.array([[1, 0, 1], [0, 0, 1], [1, 1, 1]], float), np.array([[0, 0, 1], [1, 0, 1], [1, 1, 0]], float), None),
+    "F1 scores": lambda: (*continuous_panel(m=5, n=30, seed=3)[:2], None),
+}
+
+
+@pytest.mark.parametrize("case", list(DEGENERATE))
+def test_degenerate_panels_give_nulls_with_reasons(case):
+    raw, comp, families = DEGENERATE[case]()
+    panel = make_panel(raw, comp, families=families)
+    audit = audit_panel(panel, SMALL)
+    document = strict(summary([audit]))
+    assert audit.warnings, case
+    text = json.dumps(document)
+    if case in ("one reader", "identical scores", "raw gap below threshold"):
+        assert document["panels"][0]["endpoint"]["retention"] is None
+        assert document["panels"][0]["endpoint"]["retention_reason"]
+    if case == "F1 scores":
+        assert document["panels"][0]["split"]["mcnemar"] is None
+        assert "0/1" in text
+        nulls = {n["kind"]: n for n in document["panels"][0]["nulls"]}
+        assert nulls["independent-uniform"]["null_excess_median"] is None
+        assert "0/1" in nulls["independent-uniform"]["null_excess_median_reason"]
+    # every null number carries a reason beside it
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if value is None and not key.endswith("_reason") and key not in ("modal_pair", "modal_triplet", "mcnemar", "crossfit_resolution", "screen", "difference", "difference_interval", "rescue_homogeneity", "damage_homogeneity", "rescue_share", "raw_correct_damage", "seed", "declared_pair", "question_type"):
+                    assert f"{key}_reason" in node or "reasons" in node, (case, key)
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(document["panels"][0])
+
+
+def test_row_exchangeable_null_keeps_row_counts():
+    raw, comp, *_ = binary_panel(m=6, n=50, seed=5)
+    arrays = null_arrays(np.random.default_rng(0), raw, comp, "row-exchangeable", 4)
+    for draw in arrays:
+        for value in (0.0, 1.0):
+            group = raw == value
+            assert np.array_equal(np.where(group, draw, 0).sum(axis=0), np.where(group, comp, 0).sum(axis=0))
+
+
+def test_independent_uniform_null_keeps_raw_and_pooled_rates():
+    raw, comp, *_ = binary_panel(m=10, n=400, seed=6)
+    arrays = null_arrays(np.random.default_rng(1), raw, comp, "independent-uniform", 20)
+    wrong = raw == 0
+    rescue = (comp[wrong] == 1).mean()
+    simulated = np.mean([(draw[wrong] == 1).mean() for draw in arrays])
+    assert simulated == pytest.approx(rescue, abs=0.01)

@@ -8,7 +8,7 @@ Target: 60 s or less on 2 cores.
 
 Usage::
 
-    python -m benchmarks.bench_dbt_build [--scale 1.0] [--keep DIR]
+    python -m benchmarks dbt_build [--scale 1.0] [--keep DIR]
 """
 
 from __future__ import annotations

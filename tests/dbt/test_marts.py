@@ -3,9 +3,12 @@ summary.json, and three hand-made panels against values worked out by hand."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
+
+from warehouse.hashing import sha256_text
 
 pytestmark = pytest.mark.slow
 
@@ -179,11 +182,9 @@ def test_verified_toy_panel_footprint_and_families(marts):
         "where panel_id = ? order by item_id",
         [found["panel_id"]],
     ).fetchall()
-    from tests.dbt.conftest import compressed_hash
-
     assert rows == [
-        ("i1", compressed_hash("i1"), 1, "identical", "bridge"),
-        ("i2", compressed_hash("i2"), 1, "identical", "comparison"),
+        ("i1", sha256_text("summary of i1"), 1, "identical", "bridge"),
+        ("i2", sha256_text("summary of i2"), 1, "identical", "comparison"),
     ]
 
 
@@ -276,8 +277,6 @@ def test_panel_ids_are_md5_prefixes_of_the_key(marts):
         "select panel_id, dataset_id, metric, raw_policy_id, compressed_policy_id, "
         "budget_tokens, seed from marts.dim_panels"
     ).fetchall()
-    import hashlib
-
     for panel_id, *key in rows:
         joined = "|".join(str(part) for part in key)
         assert panel_id == hashlib.md5(joined.encode()).hexdigest()[:16]

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import warehouse
 from ingest import matrix
@@ -722,3 +724,39 @@ def test_line_end_variants(con, tmp_path, variant):
         "select list(line_number order by line_number) from raw.matrix_rows"
     ).fetchone() == ([2, 3, 4, 5],)
     assert snapshot(con)["temp_tables"] == []  # the parse stage is gone
+
+
+_CSV_TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from('",\r\n \t\x00\ufeff\u2028é👍'), st.characters()
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cells=st.lists(st.tuples(_CSV_TEXT, _CSV_TEXT, _CSV_TEXT), min_size=1, max_size=6)
+)
+def test_any_text_round_trips_with_its_line_numbers(tmp_path_factory, cells):
+    rows = [
+        make_row(index, generated_answer=answer, question=question, question_type=kind)
+        for index, (answer, question, kind) in enumerate(cells)
+    ]
+    path = write_matrix(tmp_path_factory.mktemp("matrix") / "m.csv", rows)
+    con = warehouse.connect(":memory:")
+    load_matrix(con, path)
+    stored = stored_rows(con, "m")
+    con.close()
+    assert [
+        (
+            row["question"],
+            row["question_type"],
+            row["generated_answer"],
+            row["line_number"],
+        )
+        for row in stored
+    ] == [
+        (row["question"], row["question_type"], row["generated_answer"], start)
+        for row, start in zip(rows, expected_starts(rows), strict=True)
+    ]

@@ -42,6 +42,32 @@ class _TextOnlyTokenizer:
         return getattr(self._inner, name)
 
 
+class _LegacyCacheModel:
+    """Adapter for llmlingua 0.2.2 on transformers 5: llmlingua slices
+    ``past_key_values`` as a list of (key, value) pairs, transformers 5 passes
+    ``Cache`` objects. Incoming pairs become a ``DynamicCache``; the returned
+    cache becomes pairs again. Everything else goes to the wrapped model."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+
+    def __call__(self, *args: Any, past_key_values: Any = None, **kwargs: Any) -> Any:
+        from transformers import DynamicCache
+
+        if past_key_values is not None and not hasattr(past_key_values, "layers"):
+            past_key_values = DynamicCache(
+                ddp_cache_data=[tuple(kv) for kv in past_key_values]
+            )
+        out = self._model(*args, past_key_values=past_key_values, **kwargs)
+        cache = getattr(out, "past_key_values", None)
+        if cache is not None and hasattr(cache, "layers"):
+            out.past_key_values = [(layer.keys, layer.values) for layer in cache.layers]
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+
 def load_compressor(model_path: str, *, llmlingua2: bool) -> Any:
     """A CPU ``PromptCompressor``, once per process per (model, mode)."""
     key = (model_path, llmlingua2)
@@ -53,6 +79,8 @@ def load_compressor(model_path: str, *, llmlingua2: bool) -> Any:
             model_name=model_path, device_map="cpu", use_llmlingua2=llmlingua2
         )
         compressor.oai_tokenizer = _TextOnlyTokenizer(compressor.oai_tokenizer)
+        if not llmlingua2:
+            compressor.model = _LegacyCacheModel(compressor.model)
         _COMPRESSORS[key] = compressor
     return _COMPRESSORS[key]
 

@@ -569,9 +569,9 @@ def replay_audit_file(
     ``summary.json`` keeps ragscale's result fields at the top level (same names)
     and adds ``panel`` with this package's full audit.
     """
-    from analysis.ragscale_files import panel_from_ragscale, read_ragscale_file
+    from analysis.ragscale_files import read_panel_csv
 
-    panel = panel_from_ragscale(read_ragscale_file(input_path), metric)
+    panel = read_panel_csv(input_path, metric)
     audit = audit_panel(panel, settings, progress=progress)
     document = {
         **audit.replay,

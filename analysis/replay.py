@@ -772,6 +772,76 @@ def _screen_batch(
     full_rev_out[:] = full_comp
 
 
+def integer_gap(h: int, gap: float) -> int | None:
+    """The integer sum difference ``k`` with ``|a/h - b/h| >= gap  <=>  |a - b| >= k``.
+
+    Evaluated in float64 exactly as the means are compared, for every pair of
+    sums ``0 <= a, b <= h``; None when rounding makes the rule depend on more
+    than ``a - b`` (then the float path is used).
+    """
+    if h <= 0:
+        return None
+    sums = np.arange(h + 1, dtype=np.float64)
+    means = sums / h
+    eligible = np.abs(means[None, :] - means[:, None]) >= gap
+    diff = np.abs(np.arange(h + 1)[None, :] - np.arange(h + 1)[:, None])
+    k = int(diff[eligible].min()) if eligible.any() else h + 1
+    return k if np.array_equal(eligible, diff >= k) else None
+
+
+def _binary_flip_counts(
+    raw: np.ndarray, comp: np.ndarray, rng: np.random.Generator, splits: int, k: int,
+    tie_rule: TieRule, batch: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:  # fmt: skip
+    """Eligible, raw and compressed reversal counts per split, from integer sums.
+
+    0/1 scores only: every sum and pair difference is an exact integer in
+    float32; eligibility is ``|D_S| >= k`` (see :func:`integer_gap`) and a pair
+    reverses on T when ``D_S * D_T < 0``, with ``D_T = D_total - D_S``.
+    """
+    m, n = raw.shape
+    pairs = pair_indices(m)
+    n_pairs = pairs[0].size
+    to_pairs = np.zeros((2 * m, 2 * n_pairs), dtype=np.float32)  # block-diagonal +-1 map
+    columns = np.arange(n_pairs)
+    to_pairs[pairs[1], columns] = 1
+    to_pairs[pairs[0], columns] = -1
+    to_pairs[m + pairs[1], n_pairs + columns] = 1
+    to_pairs[m + pairs[0], n_pairs + columns] = -1
+    stacked = np.vstack([raw, comp]).astype(np.float32)  # (2m, n)
+    total_diff = stacked.sum(axis=1) @ to_pairs  # (2P,)
+    eligible_n = np.zeros(splits)
+    raw_n = np.zeros(splits)
+    comp_n = np.zeros(splits)
+    raw_ties = comp_ties = 0
+    with single_blas():
+        for start in range(0, splits, batch):
+            perms = permutations(rng, n, min(batch, splits - start))
+            b = perms.shape[0]
+            diff_s = (selection_mask(perms, np.float32) @ stacked.T) @ to_pairs  # (b, 2P)
+            diff_t = total_diff - diff_s
+            d_s = diff_s[:, :n_pairs]
+            eligible = np.abs(d_s) >= k
+            raw_t, comp_t = diff_t[:, :n_pairs], diff_t[:, n_pairs:]
+            raw_rev = eligible & (d_s * raw_t < 0)
+            comp_rev = eligible & (d_s * comp_t < 0)
+            raw_tie, comp_tie = eligible & (raw_t == 0), eligible & (comp_t == 0)
+            raw_ties += int(raw_tie.sum())
+            comp_ties += int(comp_tie.sum())
+            if tie_rule != "strict":
+                if tie_rule == "exclude":
+                    eligible &= ~raw_tie & ~comp_tie
+                    raw_rev &= eligible
+                    comp_rev &= eligible
+                else:  # raw-adverse
+                    raw_rev |= raw_tie
+            rows = slice(start, start + b)
+            eligible_n[rows] = eligible.sum(axis=1)
+            raw_n[rows] = raw_rev.sum(axis=1)
+            comp_n[rows] = comp_rev.sum(axis=1)
+    return eligible_n, raw_n, comp_n, raw_ties, comp_ties
+
+
 def split_replay(
     raw: np.ndarray,
     comp: np.ndarray,
@@ -784,8 +854,48 @@ def split_replay(
     mcnemar_filter: bool = False,
     batch: int = DEFAULT_BATCH,
 ) -> FlipReplay:
-    """Section 4 alone (flips and excess over splits)."""
-    m = raw.shape[0]
+    """Section 4 alone (flips and excess over splits).
+
+    For 0/1 scores with the default filters this takes the integer path
+    (:func:`_binary_flip_counts`), whose counts are identical to the float
+    path's; otherwise it runs :func:`split_audit` without its other parts.
+    """
+    m, n = raw.shape
+    binary = bool(np.isin(raw, (0.0, 1.0)).all() and np.isin(comp, (0.0, 1.0)).all())
+    k = integer_gap(n // 2, gap) if binary and not mcnemar_filter and m >= 2 else None
+    if k is not None:
+        eligible, raw_n, comp_n, raw_ties, comp_ties = _binary_flip_counts(
+            raw, comp, generator(seed), splits, k, tie_rule, max(batch, 500)
+        )
+        used = eligible > 0
+        raw_rate = _rates(raw_n, eligible)[used]
+        comp_rate = _rates(comp_n, eligible)[used]
+        excess = comp_rate - raw_rate
+        full_eligible, full_reversed = full_sample_flips(raw, comp, gap=gap)
+        reasons = {}
+        if not used.any():
+            text = f"no split has a reader pair at least {gap:g} apart on the selection half"
+            reasons = dict.fromkeys(("median_raw_rate", "median_compressed_rate", "median_excess", "excess_interval", "median_eligible_pairs"), text)
+        return FlipReplay(
+            splits=splits,
+            splits_used=int(used.sum()),
+            splits_without_eligible_pairs=int((~used).sum()),
+            median_raw_rate=median_or_nan(raw_rate),
+            median_compressed_rate=median_or_nan(comp_rate),
+            median_excess=median_or_nan(excess),
+            excess_interval=percentile_interval(excess),
+            median_eligible_pairs=median_or_nan(eligible[used]),
+            full_sample_eligible_pairs=full_eligible,
+            full_sample_compressed_reversals=full_reversed,
+            scoring_half_raw_ties=raw_ties,
+            scoring_half_compressed_ties=comp_ties,
+            gap=gap,
+            tie_rule=tie_rule,
+            mcnemar_filter=mcnemar_filter,
+            seed=seed if isinstance(seed, int) else None,
+            reasons=reasons,
+            excess_by_split=excess,
+        )
     return split_audit(
         raw,
         comp,

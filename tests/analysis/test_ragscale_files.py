@@ -5,11 +5,17 @@ from __future__ import annotations
 import csv
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from analysis.audit import AuditSettings, replay_audit_file
-from analysis.ragscale_files import panel_from_ragscale, read_ragscale_file
+from analysis.ragscale_files import (
+    _columnar_panel,
+    panel_from_ragscale,
+    read_panel_csv,
+    read_ragscale_file,
+)
 from analysis.replay import split_replay
 from ragledger.cli import main
 from tests.analysis.simulate import binary_panel
@@ -142,3 +148,38 @@ def test_incomplete_footprint_is_intersected_not_imputed(tmp_path, panel_csv):
     panel = panel_from_ragscale(read_ragscale_file(path))
     assert panel.raw.shape == (20, 9)
     assert "dropped" in panel.info["warnings"][0]
+
+
+def _same_panel(a, b):
+    for name in a.__dataclass_fields__:
+        x, y = getattr(a, name), getattr(b, name)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            assert (x is None and y is None) or np.array_equal(x, y), name
+        else:
+            assert x == y, name
+
+
+@pytest.mark.parametrize("metric", ["exact_match", "token_f1", "judge_match"])
+def test_columnar_route_equals_the_exact_route(example_dir, metric):
+    path = example_dir / "paired_scores.csv"
+    fast = _columnar_panel(path, metric, None)
+    assert fast is not None
+    _same_panel(panel_from_ragscale(read_ragscale_file(path), metric), fast)
+
+
+def test_columnar_route_on_the_simulated_panel(panel_csv):
+    path, *_ = panel_csv
+    _same_panel(panel_from_ragscale(read_ragscale_file(path)), read_panel_csv(path))
+
+
+def test_bad_file_still_names_its_line_through_the_fast_reader(tmp_path, panel_csv):
+    source, *_ = panel_csv
+    rows = list(csv.DictReader(source.open()))[:40]
+    rows[7]["compressed_score"] = "-0.5"
+    path = tmp_path / "paired_scores.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    with pytest.raises(InputError, match=r":9: column 'compressed_score'"):
+        read_panel_csv(path)

@@ -51,3 +51,25 @@ def test_bad_arguments():
         selection_accuracy({"a": BM25}, baseline="z")
     with pytest.raises(ValueError, match="same questions"):
         selection_accuracy({"a": BM25, "b": DENSE[:2]})
+
+
+def test_marts_rows_become_question_by_seed_matrices():
+    from analysis.panel import _selection_arrays
+
+    table = {
+        "item_id": ["q1", "q1", "q2", "q2", "q1", "q1", "q2", "q2", "q3"],
+        "policy_id": ["bm25", "bm25", "bm25", "bm25", "full", "full", "full", "full", "full"],
+        "policy_kind": ["selector"] * 4 + ["raw"] * 5,
+        "budget_tokens": [512] * 4 + [0] * 5,
+        "seed": [1, 2, 1, 2, 1, 2, 1, 2, 1],
+        "score": [1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0],
+        "question_type": ["a", "a", "b", "b", "a", "a", "b", "b", "c"],
+    }
+    got = _selection_arrays("ds", "em", table, ["question_type"])
+    assert got.items == ("q1", "q2")  # q3 lacks a seed and the selector: left out, not imputed
+    assert got.dropped_items == 1
+    assert got.raw_methods == ("full@0",)
+    assert got.scores["bm25@512"].tolist() == [[1.0, 0.0], [1.0, 1.0]]
+    assert got.groups["question_type"] == ("a", "b")
+    result = selection_accuracy(got.scores, baseline="full@0", draws=20)
+    assert result.methods[0].accuracy == pytest.approx(0.75)

@@ -213,7 +213,11 @@ def main(argv: list[str] | None = None) -> None:
         ours_high, _ = best(lambda: split_replay(raw, comp, splits=high, seed=SEED), args.repeat)
         rs_marginal = (t_high - t_low) / (high - low)
         ours_marginal = (ours_high - ours_low) / (high - low)
-        perm, _ = best(lambda: [np.random.default_rng(1).permutation(N) for _ in range(high)], args.repeat)
+        from analysis.replay import permutations
+
+        perm_high, _ = best(lambda: permutations(np.random.default_rng(1), N, high), args.repeat + 2)
+        perm_low, _ = best(lambda: permutations(np.random.default_rng(1), N, low), args.repeat + 2)
+        perm = (perm_high - perm_low) / (high - low) * high  # same slope method as the replays
         print(f"marginal cost per split: ragscale {rs_marginal * 1e6:.0f} us, ours {ours_marginal * 1e6:.1f} us "  # noqa: T201
               f"({rs_marginal / ours_marginal:.0f}x); the permutations alone cost {perm / high * 1e6:.1f} us per split, "
               f"so ragscale's loop costs {rs_marginal / (perm / high):.0f}x one permutation here "

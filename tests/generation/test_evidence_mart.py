@@ -1,0 +1,68 @@
+"""The selection_metrics mart, built by dbt from compiled artifacts."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from generation.artifacts import compile_dataset
+from generation.policies import get_policy
+from warehouse import dbt_runner
+
+DATASET = "hotpotqa-demo-100"
+
+
+@pytest.mark.slow
+def test_selection_metrics_mart(con, tmp_path):
+    text, pool_id = con.execute(
+        "select p.text, i.pool_id from raw.items as i join raw.pool_passages as p "
+        "using (pool_id) where i.item_id = 'hpqa-0000' and p.position = 3"
+    ).fetchone()
+    fact = "based in Greenwich Village, New York City"
+    start = text.index(fact)
+    con.execute(
+        "insert into raw.evidence_spans values (?, 'hpqa-0000', 0, ?, 3, ?, ?, ?, "
+        "'supporting_fact', 0)",
+        [DATASET, pool_id, start, start + len(fact), fact],
+    )
+    compile_dataset(con, DATASET, get_policy("first-k", k=4), limit=3)
+    compile_dataset(con, DATASET, get_policy("bm25"), budget=800, limit=4)
+    expected_ratio = con.execute(
+        "select avg(selected_tokens * 1.0 / source_tokens) from raw.artifact_evidence "
+        "where policy_id = 'bm25@v1'"
+    ).fetchone()[0]
+    # bm25's hpqa-0000 artifact: recall 1 exactly when the kept text holds the fact
+    bm25_text = con.execute(
+        "select a.text from raw.artifact_compilations as c join raw.artifacts as a "
+        "using (artifact_hash) where c.policy_id = 'bm25@v1' and c.item_id = 'hpqa-0000'"
+    ).fetchone()[0]
+    expected_recall = 1.0 if fact in bm25_text else 0.0
+    database = con.execute(
+        "select path from duckdb_databases() where database_name = current_database()"
+    ).fetchone()[0]
+    con.close()
+
+    result = dbt_runner.run_dbt(
+        ["build", "--select", "+selection_metrics", "--indirect-selection", "cautious"],
+        database=database,
+        target_path=tmp_path / "target",
+        log_path=tmp_path / "logs",
+    )
+    assert result.exit_code == 0, result.problems
+
+    mart = duckdb.connect(database, read_only=True)
+    rows = {
+        row[0]: row[1:]
+        for row in mart.execute(
+            "select policy_id, benchmark, budget_tokens, artifact_count, evaluable_count, "
+            "macro_evidence_recall, macro_compression_ratio, is_within_budget, policy_kind "
+            "from marts.selection_metrics"
+        ).fetchall()
+    }
+    mart.close()
+    assert rows["first-k@v1"][:5] == ("hotpotqa", 0, 3, 1, 1.0)
+    assert rows["first-k@v1"][7] == "raw"
+    bm25 = rows["bm25@v1"]
+    assert bm25[:5] == ("hotpotqa", 800, 4, 1, expected_recall)
+    assert bm25[5] == pytest.approx(expected_ratio)
+    assert bm25[6] is True and bm25[7] == "selector"

@@ -21,7 +21,8 @@ reduced with ``mean(axis=-1)``, which is numpy's own summation for that loop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -52,6 +53,27 @@ def permutations(rng: np.random.Generator, n: int, count: int) -> np.ndarray:
     return np.stack([rng.permutation(n) for _ in range(count)])
 
 
+def permutation_batches(
+    rng: np.random.Generator, n: int, splits: int, batch: int
+) -> Iterator[np.ndarray]:
+    """The split sequence in batches, the next batch drawn on a second thread.
+
+    ``Generator.shuffle`` releases the GIL, so drawing batch k + 1 overlaps the
+    arithmetic on batch k (two cores). One thread owns the generator and draws
+    in order, so the sequence is exactly ``permutations(rng, n, splits)``.
+    """
+    sizes = [min(batch, splits - start) for start in range(0, splits, batch)]
+    if not sizes:
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(permutations, rng, n, sizes[0])
+        for size in sizes[1:]:
+            ready = pending.result()
+            pending = pool.submit(permutations, rng, n, size)
+            yield ready
+        yield pending.result()
+
+
 def pair_indices(m: int) -> tuple[np.ndarray, np.ndarray]:
     """Upper-triangle reader pairs ``(i, j)``, ``i < j``, row-major."""
     return np.triu_indices(m, 1)
@@ -72,9 +94,9 @@ class Halves:
 def selection_mask(perms: np.ndarray, dtype: type = np.float64) -> np.ndarray:
     """``(b, n)`` 0/1 mask of each permutation's selection half (first ``n // 2``)."""
     b, n = perms.shape
-    mask = np.zeros((b, n), dtype=dtype)
-    mask[np.arange(b)[:, None], perms[:, : n // 2]] = 1
-    return mask
+    mask = np.zeros(b * n, dtype=dtype)
+    mask[(perms[:, : n // 2] + (np.arange(b) * n)[:, None]).ravel()] = 1  # flat: 2.5x faster
+    return mask.reshape(b, n)
 
 
 def halves(x: np.ndarray, perms: np.ndarray, binary: bool, mask: np.ndarray | None = None) -> Halves:
@@ -457,10 +479,11 @@ def split_audit(
     # Many small products: a multithreaded BLAS spends more time waking threads
     # than multiplying (40x slower on a busy 2-core machine), so use one thread.
     limiter = single_blas()
-    for start in range(0, splits, batch):
-        perms = permutations(rng, n, min(batch, splits - start))
+    start = 0
+    for perms in permutation_batches(rng, n, splits, batch):
         rows = slice(start, start + perms.shape[0])
         b = perms.shape[0]
+        start += b
         mask = selection_mask(perms, work)
         r = halves(raw, perms, binary, mask)
         c = halves(comp, perms, binary, mask)
@@ -814,9 +837,9 @@ def _binary_flip_counts(
     raw_n = np.zeros(splits)
     comp_n = np.zeros(splits)
     raw_ties = comp_ties = 0
+    start = 0
     with single_blas():
-        for start in range(0, splits, batch):
-            perms = permutations(rng, n, min(batch, splits - start))
+        for perms in permutation_batches(rng, n, splits, batch):
             b = perms.shape[0]
             diff_s = (selection_mask(perms, np.float32) @ stacked.T) @ to_pairs  # (b, 2P)
             diff_t = total_diff - diff_s
@@ -839,6 +862,7 @@ def _binary_flip_counts(
             eligible_n[rows] = eligible.sum(axis=1)
             raw_n[rows] = raw_rev.sum(axis=1)
             comp_n[rows] = comp_rev.sum(axis=1)
+            start += b
     return eligible_n, raw_n, comp_n, raw_ties, comp_ties
 
 

@@ -116,3 +116,19 @@ def test_independent_uniform_null_keeps_raw_and_pooled_rates():
     rescue = (comp[wrong] == 1).mean()
     simulated = np.mean([(draw[wrong] == 1).mean() for draw in arrays])
     assert simulated == pytest.approx(rescue, abs=0.01)
+
+
+def test_sensitivity_replays(panel):
+    settings = AuditSettings(**{**SMALL.__dict__, "sensitivity": True, "nulls": False})
+    audit = audit_panel(panel, settings)
+    assert set(audit.sensitivity) == {"gap=0.02", "gap=0.10", "ties=exclude", "ties=raw-adverse", "mcnemar-filter"}
+    names = {row.statistic for row in audit.stat_rows()}
+    assert "median_excess_flips[gap=0.10]" in names
+    assert audit.sensitivity["gap=0.02"].median_eligible_pairs >= audit.sensitivity["gap=0.10"].median_eligible_pairs
+
+
+def test_settings_are_validated():
+    with pytest.raises(ValueError, match="splits"):
+        AuditSettings(splits=-1)
+    with pytest.raises(ValueError, match="gap"):
+        AuditSettings(gap=2.0)

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -70,7 +70,8 @@ class ChatServer:
 
     Parameters
     ----------
-    backend : what answers (``LocalBackend``, ``EchoBackend``, ...).
+    backend : what answers (``LocalBackend``, ``EchoBackend``, ...), or a mapping
+        from the request's ``model`` to a backend (one server, several models).
     faults : scripted faults consumed one per request, then ``ok``.
     sleep_s : seconds every request sleeps before answering.
 
@@ -79,7 +80,7 @@ class ChatServer:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: Backend | Mapping[str, Backend],
         *,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -178,8 +179,18 @@ class ChatServer:
             max_tokens=int(body.get("max_tokens") or 64),
             seed=int(body.get("seed") or 0),
         )
+        if isinstance(self.backend, Mapping):
+            if model not in self.backend:
+                self._record(RequestRecord(number, model, digest, "error", 404))
+                known = ", ".join(sorted(self.backend))
+                return 404, _error(
+                    f"unknown model {model!r}; serving {known}", "not_found"
+                )
+            backend = self.backend[model]
+        else:
+            backend = self.backend
         try:
-            reply = self.backend.complete(messages, params)
+            reply = backend.complete(messages, params)
         except BackendError as error:
             self._record(RequestRecord(number, model, digest, "error", 500))
             return 500, _error(str(error), "server_error")
@@ -228,8 +239,12 @@ def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802
             if self.path.rstrip("/") in ("/v1/models", "/models"):
-                model = getattr(server.backend, "model_name", server.backend.name)
-                self._send(200, {"object": "list", "data": [{"id": model}]})
+                if isinstance(server.backend, Mapping):
+                    names = sorted(server.backend)
+                else:
+                    names = [getattr(server.backend, "model_name", server.backend.name)]
+                data = [{"id": name, "object": "model"} for name in names]
+                self._send(200, {"object": "list", "data": data})
             else:
                 self._send(404, _error("not found", "not_found"))
 
@@ -257,21 +272,26 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--model",
-        default="smollm2-135m-instruct",
-        help="shipped model name, HF folder, or 'echo'",
+        action="append",
+        help="shipped model name, HF folder, or 'echo' (repeat to serve several; "
+        "requests choose by their model field; default smollm2-135m-instruct)",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--sleep", type=float, default=0.0, help="seconds per call")
     args = parser.parse_args(argv)
-    if args.model == "echo":
-        backend: Backend = EchoBackend()
-    else:
-        from generation.backends.local import LocalBackend
+    from generation.backends.local import LocalBackend
 
-        backend = LocalBackend(args.model)
-        backend.check()
-    server = ChatServer(backend, host=args.host, port=args.port, sleep_s=args.sleep)
+    backends: dict[str, Backend] = {}
+    for name in args.model or ["smollm2-135m-instruct"]:
+        if name == "echo":
+            backends[name] = EchoBackend()
+        else:
+            local = LocalBackend(name)
+            local.check()
+            backends[name] = local
+    served = next(iter(backends.values())) if len(backends) == 1 else backends
+    server = ChatServer(served, host=args.host, port=args.port, sleep_s=args.sleep)
     print(server.url, flush=True)  # noqa: T201 (the one line a caller reads)
     try:
         server._httpd.serve_forever()

@@ -19,13 +19,23 @@ from generation.local_models import load_causal_lm
 _TURN_ENDS = ("<end_of_turn>", "<|im_end|>", "<|eot_id|>")
 
 
-@functools.lru_cache(maxsize=4)
-def loaded_model(name_or_path: str) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` loaded once per process and name."""
-    return load_causal_lm(name_or_path)
-
-
+_LOAD_LOCK = threading.Lock()
 _LOCK = threading.Lock()
+
+
+def loaded_model(name_or_path: str) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` loaded once per process and name.
+
+    Loading is serialised: concurrent first imports of transformers' lazy
+    modules from several threads fail.
+    """
+    with _LOAD_LOCK:
+        return _load(name_or_path)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(name_or_path: str) -> tuple[Any, Any]:
+    return load_causal_lm(name_or_path)
 
 
 class LocalBackend:

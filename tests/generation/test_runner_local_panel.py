@@ -1,0 +1,174 @@
+"""Local readers through litellm against a real local-model server, joined to
+the bundled example's hosted readers in one verified panel, then audited.
+
+Slow: it serves SmolLM2-135M-Instruct and Gemma 3 270M on 127.0.0.1 and runs
+3 items x 2 evidence conditions per model (12 real generations), then dbt.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import warehouse
+from generation.backends.local import LocalBackend
+from generation.backends.retry import RetryPolicy
+from generation.readers import load_reader_config
+from generation.runner import replay
+from generation.server import ChatServer
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "data" / "examples" / "ragscale-openrouter-hotpotqa"
+DATASET = "hotpotqa-demo-100"
+SUMMARY = "llm-summary:qwen/qwen3-14b"
+MODELS = ("smollm2-135m-instruct", "gemma3-270m")
+HOSTED = ("meta-llama/llama-3.3-70b-instruct", "qwen/qwen-2.5-7b-instruct")
+
+
+def _config(path: Path, url: str) -> Path:
+    lines = ["readers:"]
+    for name, family in zip(MODELS, ("smollm2", "gemma"), strict=True):
+        lines += [
+            f"  local/{name}:",
+            f"    model: openai/{name}",
+            f"    family: {family}",
+            f"    api_base: {url}",
+            "    parameters: {temperature: 0, max_tokens: 16, seed: 0}",
+        ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def panel_run(tmp_path_factory):
+    from ingest.ragscale import load_ragscale
+
+    root = tmp_path_factory.mktemp("local-panel")
+    database = root / "warehouse.duckdb"
+    con = warehouse.connect(database)
+    load_ragscale(con, EXAMPLE)
+    pristine = root / "pristine.duckdb"
+    con.close()
+    shutil.copy(database, pristine)
+    con = warehouse.connect(database)
+    backends = {name: LocalBackend(name) for name in MODELS}
+    for backend in backends.values():
+        backend.check()  # load once, before the server takes requests
+    with ChatServer(backends) as server:
+        config = load_reader_config(_config(root / "readers.yaml", server.url))
+        readers = [config.reader(f"local/{name}") for name in MODELS]
+        summary = replay(
+            con,
+            DATASET,
+            readers,
+            ["raw", SUMMARY],
+            limit=3,
+            concurrency=2,
+            retry=RetryPolicy(backoff_base_s=0.1),
+        )
+        requests = list(server.requests)
+        # a rerun on a fresh copy: temperature 0 gives the same answers
+        rerun_db = root / "rerun.duckdb"
+        shutil.copy(pristine, rerun_db)
+        rerun_con = warehouse.connect(rerun_db)
+        replay(rerun_con, DATASET, readers[:1], [SUMMARY], limit=3, concurrency=1)
+        rerun = rerun_con.execute(
+            "select generation_id, answer from raw.generations "
+            "where reader_id = 'local/smollm2-135m-instruct'"
+        ).fetchall()
+        rerun_con.close()
+    con.close()
+    from warehouse import dbt_runner
+
+    output: list[str] = []
+    built = dbt_runner.build(
+        database,
+        target_path=root / "target",
+        log_path=root / "logs",
+        on_line=output.append,
+    )
+    return database, summary, requests, rerun, built, output
+
+
+def test_local_readers_answer_through_the_http_server(panel_run):
+    database, summary, requests, *_ = panel_run
+    assert (summary.planned, summary.made, summary.failed) == (12, 12, 0)
+    assert summary.ok + summary.empty == 12
+    # every call went over HTTP to the served model it named
+    assert sorted({r.model for r in requests}) == sorted(MODELS)
+    assert len(requests) == summary.attempts
+    con = warehouse.connect(database, read_only=True)
+    rows = con.execute(
+        "select reader_id, policy_id, count(*), count(distinct evidence_hash), "
+        "min(prompt_tokens), bool_and(latency_ms > 0) from raw.generations "
+        "where reader_id like 'local/%' group by 1, 2 order by 1, 2"
+    ).fetchall()
+    assert [row[:4] for row in rows] == [
+        (f"local/{name}", policy, 3, 3)
+        for name in sorted(MODELS)
+        for policy in ("hotpotqa-distractor-10", SUMMARY)
+    ]
+    assert all(row[4] > 0 and row[5] for row in rows)
+    con.close()
+
+
+def test_answers_are_identical_across_reruns(panel_run):
+    database, _, _, rerun, *_ = panel_run
+    con = warehouse.connect(database, read_only=True)
+    first = dict(
+        con.execute(
+            "select generation_id, answer from raw.generations "
+            "where reader_id = 'local/smollm2-135m-instruct' and policy_id = ?",
+            [SUMMARY],
+        ).fetchall()
+    )
+    con.close()
+    assert len(rerun) == 3 and dict(rerun) == first
+
+
+def test_local_and_hosted_readers_share_one_verified_panel(panel_run):
+    database, *_, built, output = panel_run
+    assert built.ok, "\n".join(output[-40:])
+    con = warehouse.connect(database, read_only=True)
+    panels = con.execute(
+        "select panel_id, metric, reader_count, family_count, row_count, verdict "
+        "from marts.dim_panels where dataset_id = ? and raw_policy_id = "
+        "'hotpotqa-distractor-10' and compressed_policy_id = ? order by metric",
+        [DATASET, SUMMARY],
+    ).fetchall()
+    by_metric = {row[1]: row for row in panels}
+    for metric in ("exact_match", "token_f1"):
+        _, _, readers, families, rows, verdict = by_metric[metric]
+        assert (readers, families, rows, verdict) == (4, 4, 3, "verified")
+    panel_id = by_metric["exact_match"][0]
+    readers = con.execute(
+        "select reader_id, reader_family, row_count from marts.panel_readers "
+        "where panel_id = ? order by reader_id",
+        [panel_id],
+    ).fetchall()
+    assert readers == sorted(
+        [(h, h.split("/")[0], 3) for h in HOSTED]
+        + [
+            ("local/gemma3-270m", "gemma", 3),
+            ("local/smollm2-135m-instruct", "smollm2", 3),
+        ]
+    )
+    # contains: only the local readers were scored with it
+    assert by_metric["contains"][2] == 2
+    con.close()
+
+    from analysis.audit import AuditSettings, audit_panel
+    from analysis.panel import read_panel
+
+    panel = read_panel(database, panel_id)
+    assert panel.raw.shape == (4, 3) and list(panel.readers) == sorted(
+        [*HOSTED, "local/gemma3-270m", "local/smollm2-135m-instruct"]
+    )
+    audit = audit_panel(
+        panel, AuditSettings(draws=200, splits=200, null_draws=20, null_splits=20)
+    )
+    assert audit is not None

@@ -125,7 +125,14 @@ REGISTRY: dict[str, PolicySpec] = {
             "lm_filter",
             "selector",
             "generation.selectors.lm_filter:LMFilterSelector",
-            "0-100 relevance of chunks from a reader backend",
+            "chunks ranked by a reader backend's 0-100 relevance, capped by the budget",
+            True,
+        ),
+        PolicySpec(
+            "lm_filter_threshold",
+            "selector",
+            "generation.selectors.lm_filter:LMFilterThresholdSelector",
+            "chunks a reader backend scores >= 50 of 100, uncapped",
             False,
         ),
     )

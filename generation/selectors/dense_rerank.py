@@ -45,16 +45,18 @@ def candidate_depth(budget: int) -> int:
 
 
 def load_reranker(name_or_path: str) -> tuple[Any, Any]:
-    """(model, tokenizer) through ``generation.local_models``, once per process."""
+    """(model, tokenizer) through the local backend's per-process model cache
+    (``generation.backends.local.loaded_model``, on ``generation.local_models``),
+    so dense_rerank, lm_filter and llm-summary share one loaded model."""
     if name_or_path not in _LMS:
         try:
-            from generation.local_models import load_causal_lm
+            from generation.backends.local import loaded_model
         except ImportError as error:  # pragma: no cover - lands with the reader issue
             raise ModelUnavailableError(
-                "generation.local_models is missing: the local causal-LM loader is needed "
-                "for dense_rerank"
+                "generation.backends.local is missing: the local causal-LM loader is "
+                "needed for dense_rerank"
             ) from error
-        model, tokenizer = load_causal_lm(name_or_path)
+        model, tokenizer = loaded_model(str(name_or_path))
         model.eval()
         _LMS[name_or_path] = (model, tokenizer)
     return _LMS[name_or_path]

@@ -152,3 +152,13 @@ class LMFilterSelector(ChunkRanker):
         if self.options["mode"] == "threshold":
             budget = None  # the uncapped arm
         return super().select(query, context, budget)
+
+
+class LMFilterThresholdSelector(LMFilterSelector):
+    """The uncapped arm: every chunk scoring >= ``threshold``."""
+
+    name = "lm_filter_threshold"
+
+    def __init__(self, **options: Any) -> None:
+        options.setdefault("mode", "threshold")
+        super().__init__(**options)

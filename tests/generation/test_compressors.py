@@ -77,3 +77,16 @@ def test_recomp_artifacts_are_byte_identical_across_runs(loaded_db, tmp_path):
         hashes.append(rows)
     assert len(hashes[0]) == 8
     assert hashes[0] == hashes[1]
+
+
+@pytest.mark.slow
+def test_llm_summary_with_the_local_backend():
+    policy = get_policy("llm-summary", max_tokens=24)
+    policy.check_available()
+    result = policy.compile("Where does Mary live?", PASSAGES, None)
+    assert result.provenance == "verbatim" and result.kept_spans is None
+    assert result.producer_model == "smollm2-135m-instruct"
+    assert result.producer_tokens is not None and result.producer_tokens <= 24
+    assert "template" in policy.config and "system_prompt" in policy.config
+    again = policy.compile("Where does Mary live?", PASSAGES, None)
+    assert again.text == result.text  # greedy decoding: the same summary

@@ -166,3 +166,27 @@ def test_longllmlingua_compiles_one_row(con):
     assert 0 < selection.selected_tokens <= 300
     assert selection.provenance == "verbatim"
     assert count_tokens(selection.text) == selection.selected_tokens
+
+
+LM_PASSAGES = [
+    "[Mary] Mary lives in London. Her dog is Max and she walks him daily.",
+    "[Banks] Banks lend money to firms and households at interest.",
+    "[Paris] Paris is the capital of France and hosts the Louvre museum.",
+]
+
+
+@pytest.mark.slow
+def test_lm_filter_arms_with_the_local_backend():
+    options = {"chunk_size": 16, "chunk_overlap": 0, "max_tokens": 48}
+    ranked = get_policy("lm_filter", **options)
+    ranked.check_available()
+    capped = ranked.compile("Where does Mary live?", LM_PASSAGES, 20)
+    assert capped.selected_tokens <= 20
+    assert capped.provenance == "source_spans"
+    uncapped = get_policy("lm_filter_threshold", **options).compile(
+        "Where does Mary live?", LM_PASSAGES, None
+    )
+    n_chunks = len(TokenChunker(16, 0).chunk("\n\n".join(LM_PASSAGES)))
+    assert 0 <= uncapped.metadata["kept"] <= n_chunks
+    assert 0 <= uncapped.metadata["unscored"] <= n_chunks
+    assert len(uncapped.chunk_ids) == uncapped.metadata["kept"]

@@ -432,7 +432,6 @@ def replay(
         raise WarehouseError(f"no stored evidence selected for {dataset_id!r}")
     benchmark = _benchmark(con, dataset_id)
     metrics = _metrics_for(benchmark, metrics)
-    register_readers(con, readers, source)
     calls, reused = plan_calls(con, readers, rows, retry_empty=retry_empty)
     backends: dict[str, Backend] = {}
     for reader in readers:
@@ -442,6 +441,7 @@ def replay(
             if check is not None:
                 check()
             backends[reader.reader_id] = backend
+    register_readers(con, readers, source)  # after the checks: no row for a dud
     run_id = _start_run(con, dataset_id, readers, evidence, len(calls), reused)
     counters = _Counters()
     progress.start(len(calls) + reused, f"replay {dataset_id}")

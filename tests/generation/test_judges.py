@@ -79,14 +79,10 @@ def test_longmemeval_templates_by_question_type():
 
 
 @pytest.fixture(scope="module")
-def example_db(tmp_path_factory) -> Path:
-    from ingest.ragscale import load_ragscale
-
-    path = tmp_path_factory.mktemp("judges") / "template.duckdb"
-    con = warehouse.connect(path)
-    load_ragscale(con, EXAMPLE)
-    con.close()
-    return path
+def example_db(loaded_db) -> Path:
+    """The bundled example loaded once per session (tests/generation/conftest.py);
+    tests copy the file."""
+    return loaded_db
 
 
 def _config(path: Path, url: str) -> Path:

@@ -28,15 +28,10 @@ FAST = RetryPolicy(max_attempts=3, rate_limit_retries=3, backoff_base_s=0.0)
 
 
 @pytest.fixture(scope="module")
-def example_db(tmp_path_factory) -> Path:
-    """The bundled example loaded once; tests copy the file."""
-    from ingest.ragscale import load_ragscale
-
-    path = tmp_path_factory.mktemp("example") / "template.duckdb"
-    con = warehouse.connect(path)
-    load_ragscale(con, EXAMPLE)
-    con.close()
-    return path
+def example_db(loaded_db) -> Path:
+    """The bundled example loaded once per session (tests/generation/conftest.py);
+    tests copy the file."""
+    return loaded_db
 
 
 @pytest.fixture

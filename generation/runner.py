@@ -19,12 +19,11 @@ batch per transaction, so a killed run loses at most the calls in flight.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -40,6 +39,7 @@ from generation.readers import ReaderSpec
 from generation.scoring import (
     DEFAULT_METRICS,
     LABEL_VERSION,
+    SCORERS,
     babilong_label,
     lexical_scores,
 )
@@ -106,7 +106,6 @@ class _Counters:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 # --------------------------------------------------------------------- evidence
@@ -691,6 +690,12 @@ def score_answer(
 
 def _metrics_for(benchmark: str | None, metrics: Sequence[str]) -> tuple[str, ...]:
     chosen = list(dict.fromkeys(metrics))
+    unknown = [name for name in chosen if name not in SCORERS and name != "label"]
+    if unknown:
+        raise WarehouseError(
+            f"unknown metric(s) {', '.join(unknown)}; built-ins: "
+            f"{', '.join(SCORERS)}, label (judges: --judge)"
+        )
     if benchmark == "babilong" and "label" not in chosen:
         chosen.append("label")
     return tuple(chosen)

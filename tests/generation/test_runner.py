@@ -309,3 +309,12 @@ def test_sigkill_midway_repeats_no_finished_call_and_loses_no_row(db, tmp_path):
     assert repeated <= 4
     assert len(server.requests) == 16 + repeated
     assert killed_at <= len(server.requests)
+
+
+def test_unknown_metric_fails_before_any_call(db, tmp_path):
+    con = warehouse.connect(db)
+    with ChatServer(EchoBackend()) as server:
+        reader = _reader(tmp_path, server.url)
+        with pytest.raises(WarehouseError, match="unknown metric.*bleu"):
+            replay(con, DATASET, [reader], ["raw"], limit=1, metrics=["bleu"])
+        assert server.requests == []

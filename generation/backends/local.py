@@ -3,9 +3,10 @@
 Models load once per process (:func:`loaded_model`) and calls run one at a time
 under a lock: torch already uses every core for one call, and a serial order
 keeps greedy answers reproducible. ``$RAGLEDGER_TORCH_THREADS`` sets torch's
-thread count when a model loads: on a machine other jobs share, 1 thread
-decoded 3.5x faster than 2 on 2 cores (``python -m benchmarks readers``). Temperature 0 decodes greedily; a positive
-temperature samples with ``torch.manual_seed(seed)``.
+thread count when a model loads (default: torch's own). On a 2-core machine
+other jobs were loading, SmolLM2 decoded a 121-token prompt 3.5x faster with 1
+thread than with 2, but whole runs varied either way with the load: measure
+with ``python -m benchmarks readers``.
 """
 
 from __future__ import annotations

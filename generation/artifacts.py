@@ -311,7 +311,7 @@ def _store(
         source_tokens=evidence.source_tokens,
     )
     con.execute(
-        "insert into raw.artifact_evidence (dataset_id, item_id, policy_id, budget_tokens, "
+        "insert or replace into raw.artifact_evidence (dataset_id, item_id, policy_id, budget_tokens, "
         "artifact_hash, provenance, source_tokens, selected_tokens, compression_ratio, "
         "is_clipped, gold_spans, spans_kept, span_recall, spans_survived, "
         "verbatim_survival, evidence_recall, run_id) "

@@ -144,3 +144,14 @@ def test_evidence_metrics_use_gold_spans(con):
         "from raw.artifact_evidence where policy_id = 'first-k@v2'"
     ).fetchone()
     assert ratio[0] == pytest.approx(ratio[1])
+
+
+def test_recompile_after_compilations_were_dropped(con):
+    # `ingest ragscale --replace` drops a dataset's compilations but not its metrics
+    compile_dataset(con, DATASET, get_policy("first-k", k=2), limit=2)
+    con.execute("delete from raw.artifact_compilations where policy_id = 'first-k@v1'")
+    summary = compile_dataset(con, DATASET, get_policy("first-k", k=2), limit=2)
+    assert summary.made == 2
+    assert con.execute(
+        "select count(*) from raw.artifact_evidence where policy_id = 'first-k@v1'"
+    ).fetchone() == (2,)

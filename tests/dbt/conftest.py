@@ -44,6 +44,7 @@ def add_generation(
     score: float | None,
     status: str = "ok",
     metric: str = "em",
+    scorer_version: str = "test",
 ) -> None:
     generation_id = sha256_text(f"{dataset_id}|{item_id}|{reader_id}|{policy_id}")
     con.execute(
@@ -65,8 +66,8 @@ def add_generation(
     if score is not None:
         con.execute(
             "insert into raw.scores (generation_id, metric, score, scorer_version) "
-            "values (?, ?, ?, 'test')",
-            [generation_id, metric, score],
+            "values (?, ?, ?, ?)",
+            [generation_id, metric, score, scorer_version],
         )
 
 
@@ -176,7 +177,13 @@ def add_toy_panels(con) -> None:
                 score=1,
             )
             add_generation(
-                con, **common, policy_id="toy-summary", evidence_hash=received, score=1
+                con,
+                **common,
+                policy_id="toy-summary",
+                evidence_hash=received,
+                score=1,
+                # beta's compressed answers were scored by another scorer version
+                scorer_version="test-other" if reader_id == "beta/model-b" else "test",
             )
 
     # unverified: released-matrix rows, release toy, dataset nq

@@ -48,7 +48,7 @@ def transitions(marts, panel_id: str) -> dict[str, tuple]:
 def test_build_passed_and_warned_about_the_violated_panel(built):
     assert built.result.exit_code == 0, "\n".join(built.output[-40:])
     (done,) = [line for line in built.output if "Done. PASS=" in line]
-    assert "WARN=1 ERROR=0 SKIP=0" in done
+    assert "WARN=2 ERROR=0 SKIP=0" in done  # identity, and mixed scorers
     identity = [
         problem
         for problem in built.result.problems
@@ -60,6 +60,20 @@ def test_build_passed_and_warned_about_the_violated_panel(built):
     (line,) = identity[0].describe_rows()
     assert line.startswith("panel toy-violated | em | toy-raw -> toy-summary [")
     assert "item v2: readers received 2 distinct artifact hashes" in line
+
+
+def test_mixed_scorer_versions_in_a_panel_warn(built, marts):
+    (scorers,) = [
+        problem
+        for problem in built.result.problems
+        if problem.name == "scorers_agree_within_panels"
+    ]
+    assert scorers.status == "warn"
+    (violated_id,) = marts.execute(
+        "select panel_id from marts.dim_panels where dataset_id = 'toy-violated'"
+    ).fetchone()
+    (line,) = scorers.describe_rows()
+    assert violated_id in line and "test, test-other" in line
 
 
 # ---------- the bundled ragscale run against its summary.json

@@ -28,6 +28,7 @@ final as (
         metric,
         seed,
         score,
+        scorer_version,
         is_binary_metric,
         evidence_hash,
         generation_id,

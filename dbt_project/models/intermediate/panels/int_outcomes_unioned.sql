@@ -34,7 +34,7 @@ generations as (
 
 scores as (
 
-    select generation_id, metric, score
+    select generation_id, metric, score, scorer_version
     from {{ ref('stg_generation__scores') }}
     where score_status = 'ok' and score is not null
 
@@ -100,6 +100,7 @@ generation_outcomes as (
         scores.metric,
         generations.seed,
         scores.score,
+        scores.scorer_version,
         generations.evidence_hash,
         generations.generation_id,
         generations.answer,
@@ -140,6 +141,7 @@ matrix_outcomes as (
         matrix_rows.metric,
         matrix_rows.seed,
         matrix_rows.score,
+        'released-matrix:correct' as scorer_version,
         cast(null as varchar) as evidence_hash,
         cast(null as varchar) as generation_id,
         matrix_rows.answer,
@@ -207,6 +209,7 @@ outcomes_keyed as (
         metric,
         seed,
         score,
+        scorer_version,
         -- a metric is binary in a dataset when all of its scores there are 0/1
         bool_and(score in (0, 1)) over (partition by dataset_id, metric)
             as is_binary_metric,

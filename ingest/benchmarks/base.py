@@ -315,6 +315,33 @@ def check_unique(ids: Sequence[tuple[Record, str]], field_name: str) -> None:
         seen[item_id] = record
 
 
+def build_items(
+    keyed: Sequence[tuple[Record, str]],
+    field_name: str,
+    slice_: Slice,
+    make_item: Any,
+    *,
+    path: Path,
+    name: str,
+    progress: Any,
+) -> list[Any]:
+    """Check ids are unique, apply the slice, and build each chosen item.
+
+    ``keyed`` pairs each record with its id (named ``field_name`` in errors);
+    ``make_item(record, item_id)`` builds one item; ``progress`` counts them.
+    """
+    check_unique(keyed, field_name)
+    chosen = slice_.select(keyed, lambda pair: pair[1], file=str(path))
+    progress.start(len(chosen), name)
+    items = []
+    for record, item_id in chosen:
+        record.named(item_id)
+        items.append(make_item(record, item_id))
+        progress.advance(1)
+    progress.finish()
+    return items
+
+
 # ---------------------------------------------------------------- answers and spans
 
 

@@ -30,8 +30,8 @@ from ingest.benchmarks.base import (
     Slice,
     Span,
     answers,
+    build_items,
     build_load,
-    check_unique,
     make_span,
     read_json_or_jsonl,
     records,
@@ -52,15 +52,9 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
     """Read a HotpotQA distractor file into a :class:`BenchmarkLoad`."""
     rows = records(read_json_or_jsonl(path), path)
     keyed = [(record, record.text("_id")) for record in rows]
-    check_unique(keyed, "_id")
-    chosen = slice_.select(keyed, lambda pair: pair[1], file=str(path))
-    progress.start(len(chosen), NAME)
-    items = []
-    for record, item_id in chosen:
-        record.named(item_id)
-        items.append(_item(record, item_id))
-        progress.advance(1)
-    progress.finish()
+    items = build_items(
+        keyed, "_id", slice_, _item, path=path, name=NAME, progress=progress
+    )
     return build_load(
         NAME,
         path,

@@ -33,8 +33,8 @@ from ingest.benchmarks.base import (
     Record,
     Slice,
     answers,
+    build_items,
     build_load,
-    check_unique,
     make_span,
     read_json,
     records,
@@ -54,15 +54,9 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
         raise InputError("expected a JSON list of questions", file=str(path))
     rows = records(((None, entry) for entry in data), path)
     keyed = [(record, record.text("question_id")) for record in rows]
-    check_unique(keyed, "question_id")
-    chosen = slice_.select(keyed, lambda pair: pair[1], file=str(path))
-    progress.start(len(chosen), NAME)
-    items = []
-    for record, item_id in chosen:
-        record.named(item_id)
-        items.append(_item(record, item_id))
-        progress.advance(1)
-    progress.finish()
+    items = build_items(
+        keyed, "question_id", slice_, _item, path=path, name=NAME, progress=progress
+    )
     return build_load(
         NAME,
         path,

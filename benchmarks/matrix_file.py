@@ -26,21 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-COLUMNS = (
-    "dataset",
-    "example_id",
-    "question",
-    "question_type",
-    "reference_answer",
-    "reader_model",
-    "method",
-    "correct",
-    "judge_score",
-    "generated_answer",
-    "evidence_tokens",
-    "reader_raw_accuracy",
-    "transition_type",
-)
+from ingest.matrix import COLUMNS  # the published columns, in published order
 
 READERS = (
     "allenai/olmo-3.1-32b-instruct",

@@ -123,7 +123,11 @@ def resolve_evidence(
         raise WarehouseError("give at least one evidence policy (e.g. raw)")
     resolved: list[tuple[str, int | None]] = []
     for entry in evidence:
-        name, _, budget = entry.strip().partition("@")
+        # policy ids carry versions ("recomp-extractive@v1"): only a numeric
+        # suffix after the last "@" is a budget
+        name, separator, budget = entry.strip().rpartition("@")
+        if not separator or not budget.isdigit():
+            name, budget = entry.strip(), ""
         if name == "raw":
             found = con.execute(
                 "select distinct c.policy_id from raw.artifact_compilations c "
@@ -148,10 +152,7 @@ def resolve_evidence(
                 f"no stored artifacts for dataset {dataset_id!r} under policy {name!r}; "
                 "compile or ingest them first"
             )
-        try:
-            resolved.append((name, int(budget) if budget else None))
-        except ValueError as error:
-            raise WarehouseError(f"bad budget in --evidence {entry!r}") from error
+        resolved.append((name, int(budget) if budget else None))
     return resolved
 
 

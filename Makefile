@@ -1,5 +1,5 @@
-# ragledger: `make demo` builds the warehouse from the bundled real example and
-# prints the panels; `make test` sets up and runs the test suite.
+# ragledger: `make demo` builds the warehouse from the bundled real example, prints
+# the panels and audits the declared reader upgrade; `make test` sets up and runs the test suite.
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -25,6 +25,9 @@ demo: setup
 	$(BIN)/ragledger --db $(DEMO_DB) ingest ragscale $(EXAMPLE)
 	$(BIN)/ragledger --db $(DEMO_DB) build
 	$(BIN)/ragledger --db $(DEMO_DB) panels --detail
+	$(BIN)/ragledger --db $(DEMO_DB) audit --output data/audits/demo \
+		--current qwen/qwen-2.5-7b-instruct --candidate meta-llama/llama-3.3-70b-instruct \
+		--metric-order exact_match,token_f1,judge_match
 
 test: setup
 	$(BIN)/python -m pytest

@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 import click
+from rich.markup import escape
 
 import warehouse
 from ragledger.cli.common import database_path, error_handler
@@ -212,7 +213,8 @@ def _print_details(
             panel[12],
         )
         console.print(
-            f"\n[bold]{panel_name}[/] [{panel_id}] {verdict}: {verdict_detail}"
+            f"\n[bold]{escape(panel_name)}[/] {escape(f'[{panel_id}]')} "
+            f"{verdict}: {escape(str(verdict_detail))}"
         )
         print_table(
             [

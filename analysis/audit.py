@@ -54,7 +54,9 @@ class AuditSettings:
     splits: int = 5000
     null_draws: int = 200
     null_splits: int = 250
-    null_seed: int | None = None  # default: seed + 1 (separate from the replay, as the paper)
+    null_seed: int | None = (
+        None  # default: seed + 1 (separate from the replay, as the paper)
+    )
     retention_threshold: float = 0.75
     excess_threshold: float = 0.05
     level: float = 0.95
@@ -105,11 +107,22 @@ class PanelAudit(ResultMixin):
     warnings: list[str]
     declared_pairs: list[DeclaredPairResult] = field(default_factory=list)
     reasons: Mapping[str, str] = field(default_factory=dict)
-    arrays: PanelArrays | None = field(default=None, repr=False, compare=False, metadata={"json": False})
+    arrays: PanelArrays | None = field(
+        default=None, repr=False, compare=False, metadata={"json": False}
+    )
 
     def stat_rows(self) -> list[StatRow]:
         rows = self.endpoint.stat_rows()
-        for part in (self.retention_family_row, self.retention_row, self.eiv, self.eiv_headroom, self.split, self.transitions, self.resolution, *self.nulls):
+        for part in (
+            self.retention_family_row,
+            self.retention_row,
+            self.eiv,
+            self.eiv_headroom,
+            self.split,
+            self.transitions,
+            self.resolution,
+            *self.nulls,
+        ):
             rows += part.stat_rows()
         for name, flips in self.sensitivity.items():
             rows += flips.stat_rows(suffix=f"[{name}]")
@@ -122,9 +135,13 @@ def _warnings(panel: PanelArrays, endpoint: EndpointRetention, gap: float) -> li
     m, n = panel.raw.shape
     out = list(panel.info.get("warnings", []))
     if m < 2:
-        out.append("At least two readers are required for any comparison; pair statistics are null.")
+        out.append(
+            "At least two readers are required for any comparison; pair statistics are null."
+        )
     elif m == 2:
-        out.append("This is an observed pair comparison. It does not screen a broader reader ranking.")
+        out.append(
+            "This is an observed pair comparison. It does not screen a broader reader ranking."
+        )
     else:
         out.append(
             "No fixed reader count has been validated as sufficient to screen unseen readers "
@@ -133,13 +150,19 @@ def _warnings(panel: PanelArrays, endpoint: EndpointRetention, gap: float) -> li
     if len(set(panel.families)) < 3:
         out.append("Fewer than three reader families.")
     if len(set(panel.families)) < 2:
-        out.append("One reader family: the family-by-row bootstrap cannot vary the reader set.")
+        out.append(
+            "One reader family: the family-by-row bootstrap cannot vary the reader set."
+        )
     if m >= 2 and not np.isfinite(endpoint.retention):
-        out.append(f"The raw endpoint gap is below {gap * 100:g}pp, so endpoint retention is inadmissible.")
+        out.append(
+            f"The raw endpoint gap is below {gap * 100:g}pp, so endpoint retention is inadmissible."
+        )
     if n < 4:
         out.append(f"Only {n} row(s): split halves are too small for split statistics.")
     if np.array_equal(panel.raw, panel.comp):
-        out.append("Raw and compressed scores are identical: compression changed no score.")
+        out.append(
+            "Raw and compressed scores are identical: compression changed no score."
+        )
     if not panel.is_binary:
         out.append(
             "Scores are not all 0/1: exact McNemar, the independent-uniform null and "
@@ -147,11 +170,19 @@ def _warnings(panel: PanelArrays, endpoint: EndpointRetention, gap: float) -> li
         )
     verdict = panel.info.get("verdict")
     if verdict and verdict != "verified":
-        out.append(f"Artifact identity verdict is {verdict!r}: {panel.info.get('verdict_detail') or ''}".strip())
+        out.append(
+            f"Artifact identity verdict is {verdict!r}: {panel.info.get('verdict_detail') or ''}".strip()
+        )
     return out
 
 
-def ragscale_replay_fields(panel: PanelArrays, endpoint: EndpointRetention, flips: FlipReplay, transitions: RescueDamage, warnings: Sequence[str]) -> dict[str, Any]:
+def ragscale_replay_fields(
+    panel: PanelArrays,
+    endpoint: EndpointRetention,
+    flips: FlipReplay,
+    transitions: RescueDamage,
+    warnings: Sequence[str],
+) -> dict[str, Any]:
     """ragscale's ``replay-audit`` result fields, computed by this package."""
     m = len(panel.readers)
     binary = panel.is_binary
@@ -183,7 +214,9 @@ def ragscale_replay_fields(panel: PanelArrays, endpoint: EndpointRetention, flip
         "median_excess_flips": flips.reasons.get("median_excess"),
         "excess_flip_split_interval": flips.reasons.get("excess_interval"),
         "rescue_share": None if binary else "scores are not all 0/1",
-        "raw_correct_damage": transitions.reasons.get("pooled_damage") if binary else "scores are not all 0/1",
+        "raw_correct_damage": transitions.reasons.get("pooled_damage")
+        if binary
+        else "scores are not all 0/1",
         "raw_policy_id": "the input names no raw policy",
     }
     document = jsonable(document)
@@ -206,10 +239,16 @@ def audit_panel(
     readers, families = list(panel.readers), list(panel.families)
     endpoint = endpoint_retention(raw, comp, readers, gap=s.gap)
     progress.start(None, f"bootstraps: {panel.panel_name}")
-    fam_row = retention_bootstrap(raw, comp, families, gap=s.gap, draws=s.draws, seed=s.seed, level=s.level)
-    row_only = retention_bootstrap(raw, comp, None, gap=s.gap, draws=s.draws, seed=s.seed, level=s.level)
+    fam_row = retention_bootstrap(
+        raw, comp, families, gap=s.gap, draws=s.draws, seed=s.seed, level=s.level
+    )
+    row_only = retention_bootstrap(
+        raw, comp, None, gap=s.gap, draws=s.draws, seed=s.seed, level=s.level
+    )
     eiv = eiv_bootstrap(raw, comp, families, draws=s.draws, seed=s.seed, level=s.level)
-    eiv_h = eiv_bootstrap(raw, comp, families, draws=s.draws, seed=s.seed, headroom=True, level=s.level)
+    eiv_h = eiv_bootstrap(
+        raw, comp, families, draws=s.draws, seed=s.seed, headroom=True, level=s.level
+    )
     progress.finish()
     split = split_audit(
         raw, comp, families, readers,
@@ -234,16 +273,25 @@ def audit_panel(
                 parts=frozenset(), **options,
             ).flips  # fmt: skip
     transitions = rescue_damage(raw, comp, readers)
-    resolution = resolution_cost(raw, comp, raw_tokens=panel.raw_tokens, comp_tokens=panel.comp_tokens, gap=s.gap)
+    resolution = resolution_cost(
+        raw, comp, raw_tokens=panel.raw_tokens, comp_tokens=panel.comp_tokens, gap=s.gap
+    )
     nulls = []
     if s.nulls:
         progress.start(None, "nulls")
         for kind in ("independent-uniform", "row-exchangeable"):
             nulls.append(
                 null_replay(
-                    raw, comp, kind=kind, observed_excess=split.flips.median_excess,
-                    observed_both_half=split.both_half.median, draws=s.null_draws,
-                    splits=s.null_splits, seed=s.effective_null_seed, gap=s.gap, level=s.level,
+                    raw,
+                    comp,
+                    kind=kind,
+                    observed_excess=split.flips.median_excess,
+                    observed_both_half=split.both_half.median,
+                    draws=s.null_draws,
+                    splits=s.null_splits,
+                    seed=s.effective_null_seed,
+                    gap=s.gap,
+                    level=s.level,
                 )  # fmt: skip
             )
         progress.finish()
@@ -256,11 +304,17 @@ def audit_panel(
             "raw_mean": float(mu_raw[k]),
             "compressed_mean": float(mu_comp[k]),
             "gain": float(mu_comp[k] - mu_raw[k]),
-            **{key: value for key, value in transitions.per_reader[k].items() if key not in ("reader",)},
+            **{
+                key: value
+                for key, value in transitions.per_reader[k].items()
+                if key not in ("reader",)
+            },
         }
         for k in range(m)
     ]
-    info = {key: jsonable(value) for key, value in panel.info.items() if key != "warnings"}
+    info = {
+        key: jsonable(value) for key, value in panel.info.items() if key != "warnings"
+    }
     return PanelAudit(
         panel={
             "panel_id": panel.panel_id,
@@ -270,7 +324,11 @@ def audit_panel(
             "families": len(set(families)),
             "rows": n,
             "is_binary": panel.is_binary,
-            **{k: v for k, v in info.items() if k not in ("panel_id", "panel_name", "metric")},
+            **{
+                k: v
+                for k, v in info.items()
+                if k not in ("panel_id", "panel_name", "metric")
+            },
         },
         settings=s.to_dict(),
         input_fingerprint=panel.fingerprint(),
@@ -286,7 +344,9 @@ def audit_panel(
         transitions=transitions,
         resolution=resolution,
         nulls=nulls,
-        replay=ragscale_replay_fields(panel, endpoint, split.flips, transitions, warnings),
+        replay=ragscale_replay_fields(
+            panel, endpoint, split.flips, transitions, warnings
+        ),
         warnings=warnings,
         arrays=panel,
     )
@@ -306,7 +366,12 @@ def pair_audit(
     s = settings or AuditSettings()
     data = pair_input_from_panel(panel, current, candidate)
     if hint_fields is not None:
-        data = type(data)(**{**data.__dict__, "hints": {k: v for k, v in data.hints.items() if k in hint_fields}})
+        data = type(data)(
+            **{
+                **data.__dict__,
+                "hints": {k: v for k, v in data.hints.items() if k in hint_fields},
+            }
+        )
     return declared_pair(
         data,
         gap=s.gap,
@@ -321,9 +386,18 @@ def pair_audit(
 # ---------------------------------------------------------------- outputs
 
 
-def summary(audits: Sequence[PanelAudit], *, pairs: Sequence[DeclaredPairResult] = (), selections: Sequence[SelectionResult] = (), comparison: Mapping[str, str] | None = None) -> dict[str, Any]:
+def summary(
+    audits: Sequence[PanelAudit],
+    *,
+    pairs: Sequence[DeclaredPairResult] = (),
+    selections: Sequence[SelectionResult] = (),
+    comparison: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The ``summary.json`` document (deterministic: no clock, sorted inputs)."""
-    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "code_version": CODE_VERSION}
+    out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "code_version": CODE_VERSION,
+    }
     if comparison:
         out["comparison"] = dict(comparison)
         out["metrics"] = [pair.to_dict() for pair in pairs]
@@ -335,10 +409,20 @@ def summary(audits: Sequence[PanelAudit], *, pairs: Sequence[DeclaredPairResult]
 
 def dumps(document: Mapping[str, Any]) -> str:
     """Strict JSON (``allow_nan=False``: a NaN here is a bug, not an output)."""
-    return json.dumps(jsonable(document), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    return (
+        json.dumps(jsonable(document), indent=2, allow_nan=False, ensure_ascii=False)
+        + "\n"
+    )
 
 
-def write_folder(folder: str | Path, document: Mapping[str, Any], audits: Sequence[PanelAudit], *, pairs: Sequence[DeclaredPairResult] = (), selections: Sequence[SelectionResult] = ()) -> dict[str, Path]:
+def write_folder(
+    folder: str | Path,
+    document: Mapping[str, Any],
+    audits: Sequence[PanelAudit],
+    *,
+    pairs: Sequence[DeclaredPairResult] = (),
+    selections: Sequence[SelectionResult] = (),
+) -> dict[str, Path]:
     """``summary.json``, ``REPORT.md`` and a self-contained ``report.html``."""
     from analysis.report import html_report, markdown_report
 
@@ -350,21 +434,42 @@ def write_folder(folder: str | Path, document: Mapping[str, Any], audits: Sequen
         "html": target / "report.html",
     }
     paths["summary"].write_text(dumps(document), encoding="utf-8")
-    paths["report"].write_text(markdown_report(document, audits, pairs=pairs, selections=selections), encoding="utf-8")
-    paths["html"].write_text(html_report(document, audits, pairs=pairs, selections=selections), encoding="utf-8")
+    paths["report"].write_text(
+        markdown_report(document, audits, pairs=pairs, selections=selections),
+        encoding="utf-8",
+    )
+    paths["html"].write_text(
+        html_report(document, audits, pairs=pairs, selections=selections),
+        encoding="utf-8",
+    )
     return paths
 
 
 def audit_key(panel_id: str, mode: str, pair: tuple[str, str] | None = None) -> str:
     """Stable key of one audit of one panel (mode and declared pair included)."""
-    return sha256_json({"panel_id": panel_id, "mode": mode, "pair": list(pair) if pair else None})[7:23]
+    return sha256_json(
+        {"panel_id": panel_id, "mode": mode, "pair": list(pair) if pair else None}
+    )[7:23]
 
 
-def table_rows(audit_id: str, panel_id: str, metric: str, rows: Sequence[StatRow], *, seed: int, draws: int, fingerprint: str) -> list[tuple[Any, ...]]:
+def table_rows(
+    audit_id: str,
+    panel_id: str,
+    metric: str,
+    rows: Sequence[StatRow],
+    *,
+    seed: int,
+    draws: int,
+    fingerprint: str,
+) -> list[tuple[Any, ...]]:
     """``analysis.statistics`` rows (non-finite numbers become NULL with a reason)."""
     out = []
     for row in rows:
-        estimate = row.estimate if row.estimate is not None and np.isfinite(row.estimate) else None
+        estimate = (
+            row.estimate
+            if row.estimate is not None and np.isfinite(row.estimate)
+            else None
+        )
         low = row.low if row.low is not None and np.isfinite(row.low) else None
         high = row.high if row.high is not None and np.isfinite(row.high) else None
         reason = row.reason if estimate is None else None
@@ -372,15 +477,31 @@ def table_rows(audit_id: str, panel_id: str, metric: str, rows: Sequence[StatRow
             reason = "undefined"
         out.append(
             (
-                audit_id, panel_id, metric, row.statistic, estimate, low, high, reason,
+                audit_id,
+                panel_id,
+                metric,
+                row.statistic,
+                estimate,
+                low,
+                high,
+                reason,
                 json.dumps(jsonable(dict(row.counts)), sort_keys=True, allow_nan=False),
-                seed, draws, fingerprint, CODE_VERSION,
+                seed,
+                draws,
+                fingerprint,
+                CODE_VERSION,
             )  # fmt: skip
         )
     return out
 
 
-def write_tables(con, audits: Sequence[PanelAudit], *, pairs: Sequence[tuple[PanelAudit, DeclaredPairResult]] = (), selections: Sequence[tuple[str, str, SelectionResult]] = ()) -> int:  # noqa: ANN001
+def write_tables(
+    con,
+    audits: Sequence[PanelAudit],
+    *,
+    pairs: Sequence[tuple[PanelAudit, DeclaredPairResult]] = (),
+    selections: Sequence[tuple[str, str, SelectionResult]] = (),
+) -> int:  # noqa: ANN001
     """Replace these audits' rows in ``analysis.audits`` / ``statistics`` / ``reader_results``.
 
     Runs in one transaction; reruns replace rows by audit id (idempotent).
@@ -393,44 +514,147 @@ def write_tables(con, audits: Sequence[PanelAudit], *, pairs: Sequence[tuple[Pan
             panel_id = audit.panel["panel_id"]
             key = audit_key(panel_id, "panel")
             settings = audit.settings
-            _replace_audit(con, key, panel_id, audit.panel["panel_name"], audit.panel["metric"], "panel", None, audit.input_fingerprint, settings, dumps(audit.to_dict()))
-            rows = table_rows(key, panel_id, audit.panel["metric"], audit.endpoint.stat_rows() + [r for part in (audit.retention_family_row, audit.retention_row, audit.eiv, audit.eiv_headroom, audit.split, audit.transitions, audit.resolution, *audit.nulls) for r in part.stat_rows()] + [r for name, f in audit.sensitivity.items() for r in f.stat_rows(suffix=f"[{name}]")], seed=settings["seed"], draws=settings["draws"], fingerprint=audit.input_fingerprint)
+            _replace_audit(
+                con,
+                key,
+                panel_id,
+                audit.panel["panel_name"],
+                audit.panel["metric"],
+                "panel",
+                None,
+                audit.input_fingerprint,
+                settings,
+                dumps(audit.to_dict()),
+            )
+            rows = table_rows(
+                key,
+                panel_id,
+                audit.panel["metric"],
+                audit.endpoint.stat_rows()
+                + [
+                    r
+                    for part in (
+                        audit.retention_family_row,
+                        audit.retention_row,
+                        audit.eiv,
+                        audit.eiv_headroom,
+                        audit.split,
+                        audit.transitions,
+                        audit.resolution,
+                        *audit.nulls,
+                    )
+                    for r in part.stat_rows()
+                ]
+                + [
+                    r
+                    for name, f in audit.sensitivity.items()
+                    for r in f.stat_rows(suffix=f"[{name}]")
+                ],
+                seed=settings["seed"],
+                draws=settings["draws"],
+                fingerprint=audit.input_fingerprint,
+            )
             written += _insert_statistics(con, key, rows)
             con.executemany(
                 "insert into analysis.reader_results values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
-                        key, panel_id, r["reader"], r["family"], r["raw_mean"], r["compressed_mean"], r["gain"],
+                        key,
+                        panel_id,
+                        r["reader"],
+                        r["family"],
+                        r["raw_mean"],
+                        r["compressed_mean"],
+                        r["gain"],
                         r.get("rescue_share", r.get("mean_positive_change_pp")),
                         r.get("damage_share", r.get("mean_negative_change_pp")),
-                        r["cells"], CODE_VERSION,
+                        r["cells"],
+                        CODE_VERSION,
                     )  # fmt: skip
                     for r in audit.readers
                 ],
             )
         for audit, pair in pairs:
             panel_id = audit.panel["panel_id"]
-            key = audit_key(panel_id, "declared-pair", (pair.current_reader, pair.candidate_reader))
+            key = audit_key(
+                panel_id, "declared-pair", (pair.current_reader, pair.candidate_reader)
+            )
             settings = dict(audit.settings)
-            _replace_audit(con, key, panel_id, audit.panel["panel_name"], pair.metric, "declared-pair", f"{pair.current_reader} -> {pair.candidate_reader}", audit.input_fingerprint, {**settings, "pair_seed": pair.bootstrap_seed}, dumps(pair.to_dict()))
-            rows = table_rows(key, panel_id, pair.metric, pair.stat_rows(), seed=pair.bootstrap_seed or 0, draws=pair.bootstrap_draws, fingerprint=audit.input_fingerprint)
+            _replace_audit(
+                con,
+                key,
+                panel_id,
+                audit.panel["panel_name"],
+                pair.metric,
+                "declared-pair",
+                f"{pair.current_reader} -> {pair.candidate_reader}",
+                audit.input_fingerprint,
+                {**settings, "pair_seed": pair.bootstrap_seed},
+                dumps(pair.to_dict()),
+            )
+            rows = table_rows(
+                key,
+                panel_id,
+                pair.metric,
+                pair.stat_rows(),
+                seed=pair.bootstrap_seed or 0,
+                draws=pair.bootstrap_draws,
+                fingerprint=audit.input_fingerprint,
+            )
             written += _insert_statistics(con, key, rows)
         for panel_id, fingerprint, selection in selections:
             key = audit_key(panel_id, "selection")
-            _replace_audit(con, key, panel_id, panel_id, "", "selection", selection.baseline, fingerprint, {"draws": selection.draws, "seed": selection.seed, "resampling": selection.resampling}, dumps(selection.to_dict()))
-            rows = table_rows(key, panel_id, "", selection.stat_rows(), seed=selection.seed or 0, draws=selection.draws, fingerprint=fingerprint)
+            _replace_audit(
+                con,
+                key,
+                panel_id,
+                panel_id,
+                "",
+                "selection",
+                selection.baseline,
+                fingerprint,
+                {
+                    "draws": selection.draws,
+                    "seed": selection.seed,
+                    "resampling": selection.resampling,
+                },
+                dumps(selection.to_dict()),
+            )
+            rows = table_rows(
+                key,
+                panel_id,
+                "",
+                selection.stat_rows(),
+                seed=selection.seed or 0,
+                draws=selection.draws,
+                fingerprint=fingerprint,
+            )
             written += _insert_statistics(con, key, rows)
     return written
 
 
-def _replace_audit(con, key, panel_id, panel_name, metric, mode, pair, fingerprint, settings, document) -> None:  # noqa: ANN001
+def _replace_audit(
+    con, key, panel_id, panel_name, metric, mode, pair, fingerprint, settings, document
+) -> None:  # noqa: ANN001
     for table in ("statistics", "reader_results", "audits"):
         con.execute(f"delete from analysis.{table} where audit_id = ?", [key])
     con.execute(
         "insert into analysis.audits (audit_id, panel_id, panel_name, metric, mode, declared_pair, "
         "input_fingerprint, code_version, seed, settings_json, summary_json, created_at) "
         "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
-        [key, panel_id, panel_name, metric, mode, pair, fingerprint, CODE_VERSION, settings.get("seed"), json.dumps(jsonable(settings), sort_keys=True), document],
+        [
+            key,
+            panel_id,
+            panel_name,
+            metric,
+            mode,
+            pair,
+            fingerprint,
+            CODE_VERSION,
+            settings.get("seed"),
+            json.dumps(jsonable(settings), sort_keys=True),
+            document,
+        ],
     )
 
 
@@ -440,7 +664,9 @@ def _insert_statistics(con, key: str, rows: list[tuple[Any, ...]]) -> int:  # no
     for row in rows:  # a statistic name appears once per audit
         name = row[3]
         seen[name] = seen.get(name, 0) + 1
-        unique.append(row if seen[name] == 1 else (*row[:3], f"{name}#{seen[name]}", *row[4:]))
+        unique.append(
+            row if seen[name] == 1 else (*row[:3], f"{name}#{seen[name]}", *row[4:])
+        )
     if unique:
         con.executemany(
             "insert into analysis.statistics (audit_id, panel_id, metric, statistic, estimate, "
@@ -500,38 +726,73 @@ def audit_warehouse(
     if (current is None) != (candidate is None):
         raise WarehouseError("declared-pair mode needs both --current and --candidate")
     available = list_panels(path)
-    chosen = [p for p in available if not panels or p["panel_id"] in panels or p["panel_name"] in panels]
-    missing = [name for name in panels if not any(name in (p["panel_id"], p["panel_name"]) for p in available)]
+    chosen = [
+        p
+        for p in available
+        if not panels or p["panel_id"] in panels or p["panel_name"] in panels
+    ]
+    missing = [
+        name
+        for name in panels
+        if not any(name in (p["panel_id"], p["panel_name"]) for p in available)
+    ]
     if missing:
-        raise WarehouseError(f"no panel {missing[0]!r} in marts.dim_panels; see `ragledger panels`")
+        raise WarehouseError(
+            f"no panel {missing[0]!r} in marts.dim_panels; see `ragledger panels`"
+        )
     messages: list[str] = []
     arrays = [read_panel(path, p["panel_id"]) for p in chosen]
     if current is not None:
-        with_pair = [a for a in arrays if current in a.readers and candidate in a.readers]
+        with_pair = [
+            a for a in arrays if current in a.readers and candidate in a.readers
+        ]
         if not with_pair:
-            raise WarehouseError(f"no chosen panel has both readers {current!r} and {candidate!r}")
+            raise WarehouseError(
+                f"no chosen panel has both readers {current!r} and {candidate!r}"
+            )
         skipped = len(arrays) - len(with_pair)
         if skipped:
-            messages.append(f"{skipped} panel(s) without both declared readers were skipped")
+            messages.append(
+                f"{skipped} panel(s) without both declared readers were skipped"
+            )
         arrays = with_pair
     if not arrays and not selection:
         raise WarehouseError("no panels to audit; run `ragledger build` first")
     audits = [audit_panel(a, s, progress=progress) for a in arrays]
     pairs: list[tuple[PanelAudit, DeclaredPairResult]] = []
     if current is not None:
-        order = list(metric_order) if metric_order else sorted({a.metric for a in arrays})
+        order = (
+            list(metric_order) if metric_order else sorted({a.metric for a in arrays})
+        )
         for audit, panel in zip(audits, arrays, strict=True):
-            result = pair_audit(panel, current, candidate, settings=s, seed=pair_seed(s.seed, panel.metric, order), hint_fields=hint_fields)
+            result = pair_audit(
+                panel,
+                current,
+                candidate,
+                settings=s,
+                seed=pair_seed(s.seed, panel.metric, order),
+                hint_fields=hint_fields,
+            )
             pairs.append((audit, result))
         rank = {metric: k for k, metric in enumerate(order)}
-        pairs.sort(key=lambda item: (rank.get(item[1].metric, len(rank)), item[1].metric))
+        pairs.sort(
+            key=lambda item: (rank.get(item[1].metric, len(rank)), item[1].metric)
+        )
     selections: list[tuple[str, str, SelectionResult]] = []
     if selection:
-        for outcomes in read_selection_outcomes(path, group_columns=[c for c in (stratify_by, cluster_by) if c]):
+        for outcomes in read_selection_outcomes(
+            path, group_columns=[c for c in (stratify_by, cluster_by) if c]
+        ):
             if not outcomes.items:
-                messages.append(f"selection {outcomes.dataset_id} / {outcomes.metric}: no question is scored at every seed by every method")
+                messages.append(
+                    f"selection {outcomes.dataset_id} / {outcomes.metric}: no question is scored at every seed by every method"
+                )
                 continue
-            base = baseline if baseline in outcomes.scores else (outcomes.raw_methods[0] if outcomes.raw_methods else None)
+            base = (
+                baseline
+                if baseline in outcomes.scores
+                else (outcomes.raw_methods[0] if outcomes.raw_methods else None)
+            )
             result = selection_accuracy(
                 outcomes.scores, baseline=base, draws=selection_draws, seed=selection_seed,
                 strata=outcomes.groups.get(stratify_by) if stratify_by else None,
@@ -540,9 +801,16 @@ def audit_warehouse(
             key = f"selection:{outcomes.dataset_id}:{outcomes.metric}"
             selections.append((key, outcomes.fingerprint(), result))
             if outcomes.dropped_items:
-                messages.append(f"{key}: {outcomes.dropped_items} question(s) lacking a seed or method were left out")
+                messages.append(
+                    f"{key}: {outcomes.dropped_items} question(s) lacking a seed or method were left out"
+                )
     comparison = {"current": current, "candidate": candidate} if current else None
-    document = summary(audits, pairs=[p for _, p in pairs], selections=[x for _, _, x in selections], comparison=comparison)
+    document = summary(
+        audits,
+        pairs=[p for _, p in pairs],
+        selections=[x for _, _, x in selections],
+        comparison=comparison,
+    )
     written = 0
     if write_tables_:
         con = connect(path)
@@ -552,7 +820,13 @@ def audit_warehouse(
             con.close()
     paths: dict[str, Path] = {}
     if output is not None:
-        paths = write_folder(output, document, audits, pairs=[p for _, p in pairs], selections=[x for _, _, x in selections])
+        paths = write_folder(
+            output,
+            document,
+            audits,
+            pairs=[p for _, p in pairs],
+            selections=[x for _, _, x in selections],
+        )
     return AuditRun(audits, pairs, selections, document, paths, written, messages)
 
 

@@ -74,9 +74,7 @@ def cluster_counts(
     return cluster_weights[:, inverse]
 
 
-def family_counts(
-    rng: np.random.Generator, n_families: int, draws: int
-) -> np.ndarray:
+def family_counts(rng: np.random.Generator, n_families: int, draws: int) -> np.ndarray:
     """``(draws, F)`` multiplicities of families drawn F of F with replacement."""
     picks = rng.integers(0, n_families, size=(draws, n_families))
     return counts_from_indices(picks, n_families)

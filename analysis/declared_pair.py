@@ -96,7 +96,12 @@ class DeclaredPairResult(ResultMixin):
             "rows": self.rows,
         }
         rows = [
-            StatRow("pair_raw_upgrade", self.raw_upgrade, *_ends(self.raw_upgrade_interval), counts),
+            StatRow(
+                "pair_raw_upgrade",
+                self.raw_upgrade,
+                *_ends(self.raw_upgrade_interval),
+                counts,
+            ),
             StatRow(
                 "pair_compressed_upgrade",
                 self.compressed_upgrade,
@@ -107,13 +112,30 @@ class DeclaredPairResult(ResultMixin):
                 "pair_upgrade_retention",
                 self.upgrade_retention,
                 *_ends(self.retention_interval),
-                {**counts, "draws_used": self.retention_draws_used, "outcome": self.outcome},
+                {
+                    **counts,
+                    "draws_used": self.retention_draws_used,
+                    "outcome": self.outcome,
+                },
                 self.reasons.get("upgrade_retention"),
             ),
-            StatRow("pair_current_compression_gain", self.current_compression_gain, counts=counts),
-            StatRow("pair_candidate_compression_gain", self.candidate_compression_gain, counts=counts),
+            StatRow(
+                "pair_current_compression_gain",
+                self.current_compression_gain,
+                counts=counts,
+            ),
+            StatRow(
+                "pair_candidate_compression_gain",
+                self.candidate_compression_gain,
+                counts=counts,
+            ),
         ]
-        for name in ("current_rescue", "current_damage", "candidate_rescue", "candidate_damage"):
+        for name in (
+            "current_rescue",
+            "current_damage",
+            "candidate_rescue",
+            "candidate_damage",
+        ):
             value = getattr(self, name)
             rows.append(
                 StatRow(
@@ -130,7 +152,14 @@ def _ends(interval: Interval) -> tuple[float, float]:
     return interval.low, interval.high
 
 
-def outcome_label(raw_upgrade: float, compressed_upgrade: float, retention: float, *, gap: float, threshold: float) -> str:
+def outcome_label(
+    raw_upgrade: float,
+    compressed_upgrade: float,
+    retention: float,
+    *,
+    gap: float,
+    threshold: float,
+) -> str:
     """ragscale's outcome, checked in its order."""
     if not abs(raw_upgrade) >= gap:
         return OUTCOMES[0]
@@ -145,7 +174,9 @@ def _is_binary(*arrays: np.ndarray) -> bool:
     return all(bool(np.isin(array, (0.0, 1.0)).all()) for array in arrays)
 
 
-def rescue_damage(raw: np.ndarray, comp: np.ndarray) -> tuple[float | None, float | None, dict[str, str]]:
+def rescue_damage(
+    raw: np.ndarray, comp: np.ndarray
+) -> tuple[float | None, float | None, dict[str, str]]:
     """ragscale's per-reader rescue (0->1 over all rows) and damage (1->0 over raw-correct)."""
     if not _is_binary(raw, comp):
         reason = "scores are not all 0/1, so rescue and damage are undefined"
@@ -256,7 +287,9 @@ def changed_examples(data: PairInput, *, limit: int = 10) -> list[dict[str, Any]
             continue
         record = {
             "example_id": item_id,
-            "question_type": None if data.question_types is None else data.question_types[k],
+            "question_type": None
+            if data.question_types is None
+            else data.question_types[k],
             "current_transition": current,
             "candidate_transition": candidate,
         }
@@ -299,12 +332,16 @@ def declared_pair(
         retention = comp_up / raw_up
     else:
         retention = float("nan")
-        reasons["upgrade_retention"] = f"|raw upgrade| {abs(raw_up):.4f} is below the minimum {gap:g}"
+        reasons["upgrade_retention"] = (
+            f"|raw upgrade| {abs(raw_up):.4f} is below the minimum {gap:g}"
+        )
     raw_interval, comp_interval, ret_interval, used = pair_bootstrap(
         a_raw, a_comp, b_raw, b_comp, gap=gap, draws=draws, seed=seed, level=level
     )
     if not ret_interval.defined:
-        reasons["retention_interval"] = "no bootstrap draw kept |raw upgrade| at or above the minimum"
+        reasons["retention_interval"] = (
+            "no bootstrap draw kept |raw upgrade| at or above the minimum"
+        )
     a_rescue, a_damage, a_reasons = rescue_damage(a_raw, a_comp)
     b_rescue, b_damage, b_reasons = rescue_damage(b_raw, b_comp)
     for prefix, found in (("current", a_reasons), ("candidate", b_reasons)):

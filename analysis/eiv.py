@@ -68,7 +68,9 @@ class EIVResult(ResultMixin):
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
-        name = "eiv_correlation" if self.variant == "gain" else "eiv_correlation_headroom"
+        name = (
+            "eiv_correlation" if self.variant == "gain" else "eiv_correlation_headroom"
+        )
         e = self.estimate
         counts = {
             "m11": e.m11,
@@ -141,7 +143,9 @@ def _moments(
     return m11 - t_rr, m22 - t_dd, m12 - t_rd
 
 
-def _derived(m11: np.ndarray, m22: np.ndarray, m12: np.ndarray) -> dict[str, np.ndarray]:
+def _derived(
+    m11: np.ndarray, m22: np.ndarray, m12: np.ndarray
+) -> dict[str, np.ndarray]:
     """Correlations, slope and the minimum eigenvalue from corrected moments (vectorised)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         r = m12 / np.sqrt(m11 * m22)
@@ -165,14 +169,30 @@ def _derived(m11: np.ndarray, m22: np.ndarray, m12: np.ndarray) -> dict[str, np.
     }
 
 
-def eiv_point(raw: np.ndarray, comp: np.ndarray, /, *, headroom: bool = False) -> EIVEstimate:
+def eiv_point(
+    raw: np.ndarray, comp: np.ndarray, /, *, headroom: bool = False
+) -> EIVEstimate:
     """The corrected correlation on the full panel (centred formulas, no weights)."""
     m, n = raw.shape
     reasons: dict[str, str] = {}
     if m < 3 or n < 2:
-        why = "needs at least three readers and two rows" if m < 3 else "needs at least two rows"
+        why = (
+            "needs at least three readers and two rows"
+            if m < 3
+            else "needs at least two rows"
+        )
         nan = float("nan")
-        fields_ = ("m11", "m22", "m12", "min_eigenvalue", "r_unbounded", "r_clipped", "r_psd", "slope", "naive_r")
+        fields_ = (
+            "m11",
+            "m22",
+            "m12",
+            "min_eigenvalue",
+            "r_unbounded",
+            "r_clipped",
+            "r_psd",
+            "slope",
+            "naive_r",
+        )
         return EIVEstimate(*(nan,) * 9, reasons=dict.fromkeys(fields_, why))
     gain = comp - raw
     if headroom:
@@ -180,7 +200,17 @@ def eiv_point(raw: np.ndarray, comp: np.ndarray, /, *, headroom: bool = False) -
         if np.any(mu >= 1):
             nan = float("nan")
             why = "a reader has raw mean 1, so its headroom is zero"
-            fields_ = ("m11", "m22", "m12", "min_eigenvalue", "r_unbounded", "r_clipped", "r_psd", "slope", "naive_r")
+            fields_ = (
+                "m11",
+                "m22",
+                "m12",
+                "min_eigenvalue",
+                "r_unbounded",
+                "r_clipped",
+                "r_psd",
+                "slope",
+                "naive_r",
+            )
             return EIVEstimate(*(nan,) * 9, reasons=dict.fromkeys(fields_, why))
         gain = gain / (1 - mu)[:, None]
     a, d = raw.mean(axis=1), gain.mean(axis=1)
@@ -200,7 +230,9 @@ def eiv_point(raw: np.ndarray, comp: np.ndarray, /, *, headroom: bool = False) -
     with np.errstate(invalid="ignore", divide="ignore"):
         naive = float(big_m[0, 1] / np.sqrt(big_m[0, 0] * big_m[1, 1]))
     if m11 <= 0 or m22 <= 0:
-        reasons["r_unbounded"] = reasons["r_clipped"] = "a corrected variance is not positive"
+        reasons["r_unbounded"] = reasons["r_clipped"] = (
+            "a corrected variance is not positive"
+        )
         reasons["slope"] = reasons["r_unbounded"] if m11 <= 0 else ""
         reasons = {k: v for k, v in reasons.items() if v}
     if not np.isfinite(out["r_psd"][0]):
@@ -240,7 +272,9 @@ def eiv_bootstrap(
     point = eiv_point(raw, comp, headroom=headroom)
     m, n = raw.shape
     if m < 3 or n < 2:
-        why = point.reasons.get("r_clipped", "needs at least three readers and two rows")
+        why = point.reasons.get(
+            "r_clipped", "needs at least three readers and two rows"
+        )
         return EIVResult(
             "headroom" if headroom else "gain", point, Interval.undefined(), Interval.undefined(),
             draws, 0, 0, 0, 0, 0, seed if isinstance(seed, int) else None,

@@ -11,7 +11,13 @@ if TYPE_CHECKING:
     from analysis.audit import PanelAudit
 
 
-def _subplots(figsize: tuple[float, float], *, left: float = 0.13, bottom: float = 0.13, top: float = 0.88):  # noqa: ANN202
+def _subplots(
+    figsize: tuple[float, float],
+    *,
+    left: float = 0.13,
+    bottom: float = 0.13,
+    top: float = 0.88,
+):  # noqa: ANN202
     """A Figure on the Agg canvas without importing pyplot (no GUI, no global state).
 
     Fixed margins: a layout engine (or ``bbox_inches="tight"``) draws every
@@ -40,17 +46,50 @@ def reader_scatter(audit: PanelAudit) -> bytes:
     fig, ax = _subplots(figsize=(5.6, 5.0))
     low = float(min(raw.min(), comp.min(), 1.0)) - 0.05
     high = float(max(raw.max(), comp.max(), 0.0)) + 0.05
-    ax.plot([low, high], [low, high], color="0.6", linestyle="--", linewidth=1, label="no change (y = x)")
+    ax.plot(
+        [low, high],
+        [low, high],
+        color="0.6",
+        linestyle="--",
+        linewidth=1,
+        label="no change (y = x)",
+    )
     ax.scatter(raw, comp, s=28, color="#1f77b4", zorder=3, label="reader")
     if raw.size >= 2 and np.ptp(raw) > 0:
         slope, intercept = np.polyfit(raw, comp, 1)
         xs = np.array([raw.min(), raw.max()])
-        ax.plot(xs, intercept + slope * xs, color="#d62728", linewidth=1.5, label=f"fit: slope {slope:.2f}")
-    for name, offset, align in ((audit.endpoint.weak, 8, "left"), (audit.endpoint.strong, -8, "right")):
+        ax.plot(
+            xs,
+            intercept + slope * xs,
+            color="#d62728",
+            linewidth=1.5,
+            label=f"fit: slope {slope:.2f}",
+        )
+    for name, offset, align in (
+        (audit.endpoint.weak, 8, "left"),
+        (audit.endpoint.strong, -8, "right"),
+    ):
         k = names.index(name)
-        ax.scatter([raw[k]], [comp[k]], s=180, facecolors="none", edgecolors="black", linewidths=1.5, zorder=4)
-        ax.annotate(name.split("/")[-1], (raw[k], comp[k]), textcoords="offset points", xytext=(offset, -14), fontsize=8, ha=align)
-    ax.scatter([], [], s=180, facecolors="none", edgecolors="black", label="raw endpoints")
+        ax.scatter(
+            [raw[k]],
+            [comp[k]],
+            s=180,
+            facecolors="none",
+            edgecolors="black",
+            linewidths=1.5,
+            zorder=4,
+        )
+        ax.annotate(
+            name.split("/")[-1],
+            (raw[k], comp[k]),
+            textcoords="offset points",
+            xytext=(offset, -14),
+            fontsize=8,
+            ha=align,
+        )
+    ax.scatter(
+        [], [], s=180, facecolors="none", edgecolors="black", label="raw endpoints"
+    )
     ax.set_xlim(low, high)
     ax.set_ylim(low, high)
     ax.set_xlabel("raw mean score")
@@ -68,13 +107,29 @@ def endpoint_upgrade(audit: PanelAudit) -> bytes:
     ax.bar(["raw", "compressed"], values, color=["#7f7f7f", "#1f77b4"])
     ax.axhline(0, color="black", linewidth=0.8)
     for x, value in enumerate(values):
-        ax.text(x, value, f"{value:+.1f}pp", ha="center", va="bottom" if value >= 0 else "top", fontsize=9)
+        ax.text(
+            x,
+            value,
+            f"{value:+.1f}pp",
+            ha="center",
+            va="bottom" if value >= 0 else "top",
+            fontsize=9,
+        )
     interval = audit.retention_family_row.interval
-    ret = "not admissible" if not np.isfinite(e.retention) else f"{e.retention * 100:.1f}%"
+    ret = (
+        "not admissible"
+        if not np.isfinite(e.retention)
+        else f"{e.retention * 100:.1f}%"
+    )
     text = f"retention {ret}"
     if interval.defined:
-        text += f" [{interval.low * 100:.1f}%, {interval.high * 100:.1f}%] family-by-row"
-    ax.set_title(f"Endpoint upgrade {e.weak.split('/')[-1]} -> {e.strong.split('/')[-1]}\n{text}", fontsize=9)
+        text += (
+            f" [{interval.low * 100:.1f}%, {interval.high * 100:.1f}%] family-by-row"
+        )
+    ax.set_title(
+        f"Endpoint upgrade {e.weak.split('/')[-1]} -> {e.strong.split('/')[-1]}\n{text}",
+        fontsize=9,
+    )
     ax.set_ylabel("upgrade (pp)")
     return _png(fig)
 
@@ -88,7 +143,12 @@ def excess_distribution(audit: PanelAudit) -> bytes | None:
     fig, ax = _subplots(figsize=(5.6, 3.6), bottom=0.16)
     ax.hist(values * 100, bins=40, color="#1f77b4", alpha=0.8)
     ax.axvline(0, color="black", linewidth=1.2, label="zero")
-    ax.axvline(flips.median_excess * 100, color="#d62728", linewidth=1.5, label=f"median {flips.median_excess * 100:.1f}pp")
+    ax.axvline(
+        flips.median_excess * 100,
+        color="#d62728",
+        linewidth=1.5,
+        label=f"median {flips.median_excess * 100:.1f}pp",
+    )
     if flips.excess_interval.defined:
         for end in (flips.excess_interval.low, flips.excess_interval.high):
             ax.axvline(end * 100, color="#d62728", linestyle=":", linewidth=1)
@@ -113,11 +173,21 @@ def rescue_damage(audit: PanelAudit) -> bytes:
         labels = ("mean positive change (pp)", "mean negative change (pp)")
     y = np.arange(len(names))
     height = 0.35 * len(names) + 1.4
-    fig, ax = _subplots(figsize=(6.0, height), left=0.32, bottom=0.6 / height, top=1 - 0.7 / height)
+    fig, ax = _subplots(
+        figsize=(6.0, height), left=0.32, bottom=0.6 / height, top=1 - 0.7 / height
+    )
     ax.barh(y - 0.2, up, height=0.4, color="#2ca02c", label=labels[0])
     ax.barh(y + 0.2, down, height=0.4, color="#d62728", label=labels[1])
     ax.set_yticks(y, names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("%" if t.binary else "pp")
-    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, title="Rescue and damage per reader", title_fontsize=9, frameon=False)
+    ax.legend(
+        fontsize=8,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=2,
+        title="Rescue and damage per reader",
+        title_fontsize=9,
+        frameon=False,
+    )
     return _png(fig)

@@ -36,7 +36,11 @@ NullKind = Literal["independent-uniform", "row-exchangeable"]
 
 
 def null_arrays(
-    rng: np.random.Generator, raw: np.ndarray, comp: np.ndarray, kind: NullKind, draws: int
+    rng: np.random.Generator,
+    raw: np.ndarray,
+    comp: np.ndarray,
+    kind: NullKind,
+    draws: int,
 ) -> np.ndarray:
     """``(draws, m, n)`` compressed matrices drawn under the null."""
     m, n = raw.shape
@@ -84,7 +88,11 @@ class NullComparison(ResultMixin):
                 self.null_excess_median,
                 self.null_excess_interval.low,
                 self.null_excess_interval.high,
-                {**counts, "observed": self.observed_excess, "observed_exceeds_share": self.excess_exceeds_share},
+                {
+                    **counts,
+                    "observed": self.observed_excess,
+                    "observed_exceeds_share": self.excess_exceeds_share,
+                },
                 why,
             ),
             StatRow(
@@ -92,7 +100,11 @@ class NullComparison(ResultMixin):
                 self.null_both_half_median,
                 self.null_both_half_interval.low,
                 self.null_both_half_interval.high,
-                {**counts, "observed": self.observed_both_half, "observed_exceeds_share": self.both_half_exceeds_share},
+                {
+                    **counts,
+                    "observed": self.observed_both_half,
+                    "observed_exceeds_share": self.both_half_exceeds_share,
+                },
                 why,
             ),
         ]
@@ -119,10 +131,14 @@ def null_replay(
     nan = float("nan")
     if kind == "independent-uniform" and not binary:
         why = "the independent-uniform null needs 0/1 scores"
-        return _empty(kind, draws, splits, observed_excess, observed_both_half, seed, why)
+        return _empty(
+            kind, draws, splits, observed_excess, observed_both_half, seed, why
+        )
     if m < 2 or n < 2:
         why = "needs two readers and two rows"
-        return _empty(kind, draws, splits, observed_excess, observed_both_half, seed, why)
+        return _empty(
+            kind, draws, splits, observed_excess, observed_both_half, seed, why
+        )
     rng = generator(seed)
     perms = permutations(rng, n, splits)
     pairs = pair_indices(m)
@@ -133,7 +149,12 @@ def null_replay(
     d_raw_t = r.mean_t[:, pairs[1]] - r.mean_t[:, pairs[0]]
     eligible = np.abs(d_raw_s) >= gap
     n_eligible = eligible.sum(axis=1)
-    raw_rate = np.where(n_eligible > 0, (eligible & oriented_reversal(d_raw_s, d_raw_t)).sum(axis=1) / np.maximum(n_eligible, 1), np.nan)
+    raw_rate = np.where(
+        n_eligible > 0,
+        (eligible & oriented_reversal(d_raw_s, d_raw_t)).sum(axis=1)
+        / np.maximum(n_eligible, 1),
+        np.nan,
+    )
     excess = np.full(draws, nan)
     both = np.full(draws, nan)
     # Orientation o in {+1, -1, 0 (not eligible)}; a pair reverses when o * d < 0.
@@ -159,31 +180,58 @@ def null_replay(
                 comp_rate = comp_rev.sum(axis=2) / n_eligible[:, None]
                 both_rate = both_rev.sum(axis=2) / n_eligible[:, None]
             if used.any():
-                excess[start : start + k] = np.median(comp_rate[used] - raw_rate[used, None], axis=0)
+                excess[start : start + k] = np.median(
+                    comp_rate[used] - raw_rate[used, None], axis=0
+                )
                 both[start : start + k] = np.median(both_rate[used], axis=0)
     reasons = {}
     if not np.isfinite(excess).any():
-        reasons["null_excess_median"] = reasons["null_both_half_median"] = "no split has an eligible pair"
+        reasons["null_excess_median"] = reasons["null_both_half_median"] = (
+            "no split has an eligible pair"
+        )
     return NullComparison(
         kind=kind,
         draws=draws,
         splits=splits,
         observed_excess=observed_excess,
-        null_excess_median=float(np.median(excess)) if np.isfinite(excess).all() and draws else nan,
+        null_excess_median=float(np.median(excess))
+        if np.isfinite(excess).all() and draws
+        else nan,
         null_excess_interval=percentile_interval(excess, level),
-        excess_exceeds_share=float(np.mean(observed_excess > excess)) if draws and np.isfinite(observed_excess) else nan,
+        excess_exceeds_share=float(np.mean(observed_excess > excess))
+        if draws and np.isfinite(observed_excess)
+        else nan,
         observed_both_half=observed_both_half,
-        null_both_half_median=float(np.median(both)) if np.isfinite(both).all() and draws else nan,
+        null_both_half_median=float(np.median(both))
+        if np.isfinite(both).all() and draws
+        else nan,
         null_both_half_interval=percentile_interval(both, level),
-        both_half_exceeds_share=float(np.mean(observed_both_half > both)) if draws and np.isfinite(observed_both_half) else nan,
+        both_half_exceeds_share=float(np.mean(observed_both_half > both))
+        if draws and np.isfinite(observed_both_half)
+        else nan,
         seed=seed if isinstance(seed, int) else None,
         reasons=reasons,
     )
 
 
-def _empty(kind: str, draws: int, splits: int, obs_e: float, obs_b: float, seed: SeedLike, why: str) -> NullComparison:
+def _empty(
+    kind: str,
+    draws: int,
+    splits: int,
+    obs_e: float,
+    obs_b: float,
+    seed: SeedLike,
+    why: str,
+) -> NullComparison:
     nan = float("nan")
-    names = ("null_excess_median", "null_excess_interval", "excess_exceeds_share", "null_both_half_median", "null_both_half_interval", "both_half_exceeds_share")
+    names = (
+        "null_excess_median",
+        "null_excess_interval",
+        "excess_exceeds_share",
+        "null_both_half_median",
+        "null_both_half_interval",
+        "both_half_exceeds_share",
+    )
     return NullComparison(
         kind, draws, splits, obs_e, nan, Interval.undefined(), nan, obs_b, nan, Interval.undefined(), nan,
         seed if isinstance(seed, int) else None, dict.fromkeys(names, why),

@@ -48,7 +48,9 @@ class PanelArrays:
     @property
     def is_binary(self) -> bool:
         """Every raw and compressed score is exactly 0 or 1."""
-        return bool(np.isin(self.raw, (0.0, 1.0)).all() and np.isin(self.comp, (0.0, 1.0)).all())
+        return bool(
+            np.isin(self.raw, (0.0, 1.0)).all() and np.isin(self.comp, (0.0, 1.0)).all()
+        )
 
     def fingerprint(self) -> str:
         """``sha256:`` of the labels and the exact float64 bytes of both matrices."""
@@ -59,7 +61,9 @@ class PanelArrays:
             "items": list(self.items),
             "families": list(self.families),
         }
-        digest.update(json.dumps(header, sort_keys=True, separators=(",", ":")).encode())
+        digest.update(
+            json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+        )
         digest.update(np.ascontiguousarray(self.raw, dtype="<f8").tobytes())
         digest.update(np.ascontiguousarray(self.comp, dtype="<f8").tobytes())
         for tokens in (self.raw_tokens, self.comp_tokens):
@@ -93,7 +97,10 @@ def cells_to_arrays(
     out = {}
     for name, column in values.items():
         array = np.asarray(column)
-        target = np.empty((len(readers), len(items)), dtype=array.dtype if array.dtype != object else object)
+        target = np.empty(
+            (len(readers), len(items)),
+            dtype=array.dtype if array.dtype != object else object,
+        )
         if array.dtype.kind == "f":
             target.fill(np.nan)
         target[rows, cols] = array
@@ -117,7 +124,9 @@ def _connect(path: str | Path):
 
     target = Path(path)
     if not target.exists():
-        raise WarehouseError(f"no warehouse at {target}; run `ragledger init` and a build")
+        raise WarehouseError(
+            f"no warehouse at {target}; run `ragledger init` and a build"
+        )
     con = ibis.duckdb.connect(str(target), read_only=True)
     if not _has_table(con, "dim_panels"):
         con.disconnect()
@@ -141,10 +150,14 @@ def read_panel(path: str | Path, panel: str) -> PanelArrays:
     con = _connect(path)
     try:
         panels = con.table("dim_panels", database="marts")
-        chosen = panels.filter((panels.panel_id == panel) | (panels.panel_name == panel))
+        chosen = panels.filter(
+            (panels.panel_id == panel) | (panels.panel_name == panel)
+        )
         found = chosen.to_pyarrow().to_pylist()
         if not found:
-            raise WarehouseError(f"no panel {panel!r} in marts.dim_panels; see `ragledger panels`")
+            raise WarehouseError(
+                f"no panel {panel!r} in marts.dim_panels; see `ragledger panels`"
+            )
         if len(found) > 1:
             raise WarehouseError(f"panel {panel!r} is ambiguous; pass its panel_id")
         info = found[0]
@@ -175,7 +188,9 @@ def read_panel(path: str | Path, panel: str) -> PanelArrays:
             .to_pyarrow()
         )
         answers = None
-        if paired is not None and {"raw_answer", "compressed_answer"} <= set(paired.columns):
+        if paired is not None and {"raw_answer", "compressed_answer"} <= set(
+            paired.columns
+        ):
             answer_columns = ["raw_answer", "compressed_answer"]
             answers = (
                 paired.filter(paired.panel_id == info["panel_id"])
@@ -189,7 +204,9 @@ def read_panel(path: str | Path, panel: str) -> PanelArrays:
 
 
 def _arrays_from_cells(
-    info: Mapping[str, Any], cells: Mapping[str, list[Any]], answers: Mapping[str, list[Any]] | None
+    info: Mapping[str, Any],
+    cells: Mapping[str, list[Any]],
+    answers: Mapping[str, list[Any]] | None,
 ) -> PanelArrays:
     reader_ids = cells["reader_id"]
     item_ids = cells["item_id"]
@@ -204,8 +221,12 @@ def _arrays_from_cells(
     }
     for name in ("raw_prompt_tokens", "compressed_prompt_tokens"):
         if name in cells:
-            values[name] = np.asarray([np.nan if v is None else v for v in cells[name]], dtype=float)
-    arrays = cells_to_arrays(readers, items, values, reader_column=reader_ids, item_column=item_ids)
+            values[name] = np.asarray(
+                [np.nan if v is None else v for v in cells[name]], dtype=float
+            )
+    arrays = cells_to_arrays(
+        readers, items, values, reader_column=reader_ids, item_column=item_ids
+    )
     if np.isnan(arrays["raw"]).any() or np.isnan(arrays["comp"]).any():
         raise WarehouseError(
             f"panel {info.get('panel_name')!r}: panel_cells do not cover readers x items "
@@ -220,17 +241,31 @@ def _arrays_from_cells(
         question_types = tuple(cells["question_type"][per_item[item]] for item in items)
     hints: dict[str, tuple[Any, ...]] = {}
     if "item_metadata_json" in cells:
-        metadata = [_loads(cells["item_metadata_json"][per_item[item]]) for item in items]
-        fields = sorted({key for entry in metadata for key, value in entry.items() if _scalar(value)})
+        metadata = [
+            _loads(cells["item_metadata_json"][per_item[item]]) for item in items
+        ]
+        fields = sorted(
+            {
+                key
+                for entry in metadata
+                for key, value in entry.items()
+                if _scalar(value)
+            }
+        )
         for name in fields:
             hints[name] = tuple(entry.get(name) for entry in metadata)
     if question_types is not None:
-        hints = {"question_type": question_types, **{k: v for k, v in hints.items() if k != "question_type"}}
+        hints = {
+            "question_type": question_types,
+            **{k: v for k, v in hints.items() if k != "question_type"},
+        }
     raw_answers = comp_answers = None
     if answers is not None and answers.get("reader_id"):
         keep = [
             k
-            for k, (r, i) in enumerate(zip(answers["reader_id"], answers["item_id"], strict=True))
+            for k, (r, i) in enumerate(
+                zip(answers["reader_id"], answers["item_id"], strict=True)
+            )
             if r in family_of and i in per_item
         ]
         if keep:
@@ -238,8 +273,12 @@ def _arrays_from_cells(
                 readers,
                 items,
                 {
-                    "raw": np.asarray([answers["raw_answer"][k] for k in keep], dtype=object),
-                    "comp": np.asarray([answers["compressed_answer"][k] for k in keep], dtype=object),
+                    "raw": np.asarray(
+                        [answers["raw_answer"][k] for k in keep], dtype=object
+                    ),
+                    "comp": np.asarray(
+                        [answers["compressed_answer"][k] for k in keep], dtype=object
+                    ),
                 },
                 reader_column=[answers["reader_id"][k] for k in keep],
                 item_column=[answers["item_id"][k] for k in keep],
@@ -300,13 +339,27 @@ class SelectionOutcomes:
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
-        digest.update(json.dumps([self.dataset_id, self.metric, list(self.items), list(self.seeds), sorted(self.scores)]).encode())
+        digest.update(
+            json.dumps(
+                [
+                    self.dataset_id,
+                    self.metric,
+                    list(self.items),
+                    list(self.seeds),
+                    sorted(self.scores),
+                ]
+            ).encode()
+        )
         for name in sorted(self.scores):
-            digest.update(np.ascontiguousarray(self.scores[name], dtype="<f8").tobytes())
+            digest.update(
+                np.ascontiguousarray(self.scores[name], dtype="<f8").tobytes()
+            )
         return "sha256:" + digest.hexdigest()
 
 
-def read_selection_outcomes(path: str | Path, *, group_columns: Sequence[str] = ("question_type",)) -> list[SelectionOutcomes]:
+def read_selection_outcomes(
+    path: str | Path, *, group_columns: Sequence[str] = ("question_type",)
+) -> list[SelectionOutcomes]:
     """Datasets with selector outcomes, as per-method ``questions x seeds`` matrices.
 
     Methods are ``policy_id@budget_tokens`` for selectors plus the dataset's raw
@@ -325,7 +378,14 @@ def read_selection_outcomes(path: str | Path, *, group_columns: Sequence[str] = 
         )
         found = []
         for key in sorted(selector_keys, key=lambda k: (k["dataset_id"], k["metric"])):
-            columns = ["item_id", "policy_id", "policy_kind", "budget_tokens", "seed", "score"]
+            columns = [
+                "item_id",
+                "policy_id",
+                "policy_kind",
+                "budget_tokens",
+                "seed",
+                "score",
+            ]
             extra = [c for c in group_columns if c in outcomes.columns]
             table = (
                 outcomes.filter(
@@ -337,36 +397,56 @@ def read_selection_outcomes(path: str | Path, *, group_columns: Sequence[str] = 
                 .to_pyarrow()
                 .to_pydict()
             )
-            found.append(_selection_arrays(key["dataset_id"], key["metric"], table, extra))
+            found.append(
+                _selection_arrays(key["dataset_id"], key["metric"], table, extra)
+            )
     finally:
         con.disconnect()
     return found
 
 
-def _selection_arrays(dataset_id: str, metric: str, table: Mapping[str, list[Any]], extra: Sequence[str]) -> SelectionOutcomes:
+def _selection_arrays(
+    dataset_id: str, metric: str, table: Mapping[str, list[Any]], extra: Sequence[str]
+) -> SelectionOutcomes:
     methods = [
         f"{policy}@{budget}"
-        for policy, budget in zip(table["policy_id"], table["budget_tokens"], strict=True)
+        for policy, budget in zip(
+            table["policy_id"], table["budget_tokens"], strict=True
+        )
     ]
     seeds = tuple(sorted(set(table["seed"])))
     names = sorted(set(methods))
     cells: dict[str, set[tuple[str, int]]] = {name: set() for name in names}
-    for method, item, seed in zip(methods, table["item_id"], table["seed"], strict=True):
+    for method, item, seed in zip(
+        methods, table["item_id"], table["seed"], strict=True
+    ):
         cells[method].add((item, seed))
     all_items = sorted(set(table["item_id"]))
     complete = [
-        item for item in all_items if all((item, seed) in cells[name] for name in names for seed in seeds)
+        item
+        for item in all_items
+        if all((item, seed) in cells[name] for name in names for seed in seeds)
     ]
     position = {item: k for k, item in enumerate(complete)}
     seed_pos = {seed: k for k, seed in enumerate(seeds)}
     scores = {name: np.full((len(complete), len(seeds)), np.nan) for name in names}
     groups: dict[str, list[Any]] = {column: [None] * len(complete) for column in extra}
-    for k, (method, item, seed) in enumerate(zip(methods, table["item_id"], table["seed"], strict=True)):
+    for k, (method, item, seed) in enumerate(
+        zip(methods, table["item_id"], table["seed"], strict=True)
+    ):
         if item in position:
             scores[method][position[item], seed_pos[seed]] = table["score"][k]
             for column in extra:
                 groups[column][position[item]] = table[column][k]
-    raw_methods = tuple(sorted({m for m, kind in zip(methods, table["policy_kind"], strict=True) if kind == "raw"}))
+    raw_methods = tuple(
+        sorted(
+            {
+                m
+                for m, kind in zip(methods, table["policy_kind"], strict=True)
+                if kind == "raw"
+            }
+        )
+    )
     return SelectionOutcomes(
         dataset_id=dataset_id,
         metric=metric,

@@ -79,7 +79,9 @@ def _read_csv(target: Path) -> RagscaleFile:
     with target.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         if reader.fieldnames is None:
-            raise InputError("Input contains no rows (empty file)", file=str(target), line=1)
+            raise InputError(
+                "Input contains no rows (empty file)", file=str(target), line=1
+            )
         columns = tuple(reader.fieldnames)
         line = reader.line_num + 1
         for record in reader:
@@ -100,9 +102,13 @@ def _read_jsonl(target: Path) -> RagscaleFile:
             try:
                 value = json.loads(text)
             except ValueError as error:
-                raise InputError(f"invalid JSON: {error}", file=str(target), line=number) from None
+                raise InputError(
+                    f"invalid JSON: {error}", file=str(target), line=number
+                ) from None
             if not isinstance(value, dict):
-                raise InputError("record is not an object", file=str(target), line=number)
+                raise InputError(
+                    "record is not an object", file=str(target), line=number
+                )
             records.append(value)
             lines.append(number)
             columns.update(dict.fromkeys(value))
@@ -127,7 +133,11 @@ def select_metric(source: RagscaleFile, metric: str | None) -> tuple[str, list[i
     """Record positions of one metric, with ragscale's messages for a bad choice."""
     missing = [name for name in REQUIRED if name not in source.columns]
     if missing:
-        raise InputError(f"Missing required columns: {', '.join(missing)}", file=str(source.path), line=1)
+        raise InputError(
+            f"Missing required columns: {', '.join(missing)}",
+            file=str(source.path),
+            line=1,
+        )
     if not source.records:
         raise InputError("Input contains no rows", file=str(source.path))
     available = source.metrics
@@ -144,16 +154,25 @@ def select_metric(source: RagscaleFile, metric: str | None) -> tuple[str, list[i
             f"Metric {metric!r} is not in the input; available: {', '.join(available)}",
             file=str(source.path),
         )
-    return metric, [k for k, record in enumerate(source.records) if str(record.get("metric")) == metric]
+    return metric, [
+        k
+        for k, record in enumerate(source.records)
+        if str(record.get("metric")) == metric
+    ]
 
 
-def _records(source: RagscaleFile, positions: Sequence[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _records(
+    source: RagscaleFile, positions: Sequence[int]
+) -> Iterator[tuple[int, dict[str, Any]]]:
     for k in positions:
         yield source.lines[k], source.records[k]
 
 
 def read_panel_csv(
-    path: str | Path, metric: str | None = None, *, hint_fields: Sequence[str] | None = None
+    path: str | Path,
+    metric: str | None = None,
+    *,
+    hint_fields: Sequence[str] | None = None,
 ) -> PanelArrays:
     """:func:`panel_from_ragscale` for a CSV, vectorised (pyarrow) when the file is clean.
 
@@ -168,10 +187,14 @@ def read_panel_csv(
             panel = None
         if panel is not None:
             return panel
-    return panel_from_ragscale(read_ragscale_file(target), metric, hint_fields=hint_fields)
+    return panel_from_ragscale(
+        read_ragscale_file(target), metric, hint_fields=hint_fields
+    )
 
 
-def _columnar_panel(target: Path, metric: str | None, hint_fields: Sequence[str] | None) -> PanelArrays | None:
+def _columnar_panel(
+    target: Path, metric: str | None, hint_fields: Sequence[str] | None
+) -> PanelArrays | None:
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyarrow import csv as pacsv
@@ -183,7 +206,10 @@ def _columnar_panel(target: Path, metric: str | None, hint_fields: Sequence[str]
     table = pacsv.read_csv(
         target,
         convert_options=pacsv.ConvertOptions(
-            column_types={**{c: pa.string() for c in text_columns}, **{c: pa.float64() for c in numeric if c in header}},
+            column_types={
+                **{c: pa.string() for c in text_columns},
+                **{c: pa.float64() for c in numeric if c in header},
+            },
             strings_can_be_null=False,
         ),
     )
@@ -201,7 +227,9 @@ def _columnar_panel(target: Path, metric: str | None, hint_fields: Sequence[str]
     raw_scores = table.column("raw_score").to_numpy(zero_copy_only=False)
     comp_scores = table.column("compressed_score").to_numpy(zero_copy_only=False)
     for values in (raw_scores, comp_scores):
-        if not (np.isfinite(values).all() and (values >= 0).all() and (values <= 1).all()):
+        if not (
+            np.isfinite(values).all() and (values >= 0).all() and (values <= 1).all()
+        ):
             return None
     items, item_code = _codes(table.column("example_id"))
     readers, reader_code = _codes(table.column("reader"))
@@ -218,7 +246,10 @@ def _columnar_panel(target: Path, metric: str | None, hint_fields: Sequence[str]
     pairs = np.unique(reader_code * len(families) + family_code)
     if pairs.size != len(readers):
         return None
-    family_of = {int(code) // len(families): families[int(code) % len(families)] for code in pairs}
+    family_of = {
+        int(code) // len(families): families[int(code) % len(families)]
+        for code in pairs
+    }
     raw = np.empty((len(readers), len(items)))
     comp = np.empty_like(raw)
     raw[reader_code, item_code] = raw_scores
@@ -227,17 +258,25 @@ def _columnar_panel(target: Path, metric: str | None, hint_fields: Sequence[str]
     if "raw_tokens" in columns and "compressed_tokens" in columns:
         raw_tokens = np.full(raw.shape, np.nan)
         comp_tokens = np.full(raw.shape, np.nan)
-        raw_tokens[reader_code, item_code] = table.column("raw_tokens").to_numpy(zero_copy_only=False)
-        comp_tokens[reader_code, item_code] = table.column("compressed_tokens").to_numpy(zero_copy_only=False)
+        raw_tokens[reader_code, item_code] = table.column("raw_tokens").to_numpy(
+            zero_copy_only=False
+        )
+        comp_tokens[reader_code, item_code] = table.column(
+            "compressed_tokens"
+        ).to_numpy(zero_copy_only=False)
         if np.isnan(raw_tokens).any() or np.isnan(comp_tokens).any():
             raw_tokens = comp_tokens = None
     answers = {}
     if "raw_answer" in columns:
         for name, column in (("raw", "raw_answer"), ("comp", "compressed_answer")):
             target_array = np.empty(raw.shape, dtype=object)
-            target_array[reader_code, item_code] = np.asarray(table.column(column).to_pylist(), dtype=object)
+            target_array[reader_code, item_code] = np.asarray(
+                table.column(column).to_pylist(), dtype=object
+            )
             answers[name] = target_array
-    first = np.unique(item_code, return_index=True)[1]  # first row of each item, file order
+    first = np.unique(item_code, return_index=True)[
+        1
+    ]  # first row of each item, file order
     if hint_fields is None:
         extra = [c for c in columns if c not in KNOWN_COLUMNS and c != "question_type"]
         hint_fields = ["question_type", *extra] if "question_type" in columns else extra
@@ -283,11 +322,16 @@ def _codes(column) -> tuple[list[str], np.ndarray]:  # noqa: ANN001
     order = sorted(range(len(labels)), key=labels.__getitem__)
     rank = np.empty(len(labels), dtype=np.int64)
     rank[order] = np.arange(len(labels))
-    return [labels[k] for k in order], rank[encoded.indices.to_numpy(zero_copy_only=False)]
+    return [labels[k] for k in order], rank[
+        encoded.indices.to_numpy(zero_copy_only=False)
+    ]
 
 
 def panel_from_ragscale(
-    source: RagscaleFile, metric: str | None = None, *, hint_fields: Sequence[str] | None = None
+    source: RagscaleFile,
+    metric: str | None = None,
+    *,
+    hint_fields: Sequence[str] | None = None,
 ) -> PanelArrays:
     """Validate one metric's records and build its :class:`PanelArrays`.
 
@@ -351,7 +395,7 @@ def panel_from_ragscale(
         )
     readers = tuple(sorted(families))
     item_sets = {reader: set() for reader in readers}
-    for (item_id, reader) in seen:
+    for item_id, reader in seen:
         item_sets[reader].add(item_id)
     shared = set.intersection(*item_sets.values())
     warnings = []
@@ -375,20 +419,36 @@ def panel_from_ragscale(
         "raw": np.array([_score(record["raw_score"]) for _, record in chosen]),
         "comp": np.array([_score(record["compressed_score"]) for _, record in chosen]),
     }
-    has_tokens = "raw_tokens" in source.columns and "compressed_tokens" in source.columns
+    has_tokens = (
+        "raw_tokens" in source.columns and "compressed_tokens" in source.columns
+    )
     if has_tokens:
-        values["raw_tokens"] = np.array([_optional_float(record.get("raw_tokens")) for _, record in chosen])
-        values["comp_tokens"] = np.array([_optional_float(record.get("compressed_tokens")) for _, record in chosen])
+        values["raw_tokens"] = np.array(
+            [_optional_float(record.get("raw_tokens")) for _, record in chosen]
+        )
+        values["comp_tokens"] = np.array(
+            [_optional_float(record.get("compressed_tokens")) for _, record in chosen]
+        )
     if "raw_answer" in source.columns:
-        values["raw_answers"] = np.array([record.get("raw_answer") for _, record in chosen], dtype=object)
-        values["comp_answers"] = np.array([record.get("compressed_answer") for _, record in chosen], dtype=object)
-    arrays = cells_to_arrays(readers, items, values, reader_column=reader_column, item_column=item_column)
+        values["raw_answers"] = np.array(
+            [record.get("raw_answer") for _, record in chosen], dtype=object
+        )
+        values["comp_answers"] = np.array(
+            [record.get("compressed_answer") for _, record in chosen], dtype=object
+        )
+    arrays = cells_to_arrays(
+        readers, items, values, reader_column=reader_column, item_column=item_column
+    )
     first: dict[str, dict[str, Any]] = {}
     for _, record in chosen:
         first.setdefault(str(record["example_id"]), record)
     if hint_fields is None:
-        extra = [c for c in source.columns if c not in KNOWN_COLUMNS and c != "question_type"]
-        hint_fields = ["question_type", *extra] if "question_type" in source.columns else extra
+        extra = [
+            c for c in source.columns if c not in KNOWN_COLUMNS and c != "question_type"
+        ]
+        hint_fields = (
+            ["question_type", *extra] if "question_type" in source.columns else extra
+        )
     hints = {
         name: tuple(_hint(first[item].get(name)) for item in items)
         for name in hint_fields
@@ -397,7 +457,9 @@ def panel_from_ragscale(
     question_types = hints.get("question_type")
     raw_tokens = arrays.get("raw_tokens")
     comp_tokens = arrays.get("comp_tokens")
-    if raw_tokens is not None and (np.isnan(raw_tokens).any() or np.isnan(comp_tokens).any()):
+    if raw_tokens is not None and (
+        np.isnan(raw_tokens).any() or np.isnan(comp_tokens).any()
+    ):
         raw_tokens = comp_tokens = None
     policy = next(iter(policies))
     artifact = {str(first[item]["compressed_artifact_hash"]) for item in items}

@@ -95,11 +95,15 @@ def selection_mask(perms: np.ndarray, dtype: type = np.float64) -> np.ndarray:
     """``(b, n)`` 0/1 mask of each permutation's selection half (first ``n // 2``)."""
     b, n = perms.shape
     mask = np.zeros(b * n, dtype=dtype)
-    mask[(perms[:, : n // 2] + (np.arange(b) * n)[:, None]).ravel()] = 1  # flat: 2.5x faster
+    mask[(perms[:, : n // 2] + (np.arange(b) * n)[:, None]).ravel()] = (
+        1  # flat: 2.5x faster
+    )
     return mask.reshape(b, n)
 
 
-def halves(x: np.ndarray, perms: np.ndarray, binary: bool, mask: np.ndarray | None = None) -> Halves:
+def halves(
+    x: np.ndarray, perms: np.ndarray, binary: bool, mask: np.ndarray | None = None
+) -> Halves:
     """Half means and sums of ``x`` (m, n) for each permutation in ``perms`` (b, n).
 
     For 0/1 scores the sums come from a float32 product, exact for counts below
@@ -190,8 +194,18 @@ class FlipReplay(ResultMixin):
         }
         why = self.reasons.get("median_excess")
         return [
-            StatRow(f"median_raw_flip_rate{suffix}", self.median_raw_rate, counts=counts, reason=why),
-            StatRow(f"median_compressed_flip_rate{suffix}", self.median_compressed_rate, counts=counts, reason=why),
+            StatRow(
+                f"median_raw_flip_rate{suffix}",
+                self.median_raw_rate,
+                counts=counts,
+                reason=why,
+            ),
+            StatRow(
+                f"median_compressed_flip_rate{suffix}",
+                self.median_compressed_rate,
+                counts=counts,
+                reason=why,
+            ),
             StatRow(
                 f"median_excess_flips{suffix}",
                 self.median_excess,
@@ -301,7 +315,10 @@ class SplitDistribution(ResultMixin):
                 self.median,
                 self.interval.low,
                 self.interval.high,
-                {"splits_used": self.splits_used, "splits_omitted": self.splits_omitted},
+                {
+                    "splits_used": self.splits_used,
+                    "splits_omitted": self.splits_omitted,
+                },
                 self.reasons.get("median"),
             )
         ]
@@ -340,7 +357,12 @@ class ThreeReaderScreen(ResultMixin):
         }
         why = self.reasons.get("false_reassurance_rate")
         return [
-            StatRow("screen_false_reassurance_rate", self.false_reassurance_rate, counts=counts, reason=why),
+            StatRow(
+                "screen_false_reassurance_rate",
+                self.false_reassurance_rate,
+                counts=counts,
+                reason=why,
+            ),
             StatRow(
                 "screen_reversals_visible_share",
                 self.reversals_visible_share,
@@ -367,7 +389,11 @@ class SplitAudit(ResultMixin):
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
-        rows = self.flips.stat_rows() + self.both_half.stat_rows() + self.held_out.stat_rows()
+        rows = (
+            self.flips.stat_rows()
+            + self.both_half.stat_rows()
+            + self.held_out.stat_rows()
+        )
         rows += self.disjoint_correlation.stat_rows()
         for part in (self.mcnemar, self.crossfit_resolution, self.screen):
             if part is not None:
@@ -378,7 +404,9 @@ class SplitAudit(ResultMixin):
 # ---------------------------------------------------------------- engine
 
 
-def full_sample_flips(raw: np.ndarray, comp: np.ndarray, *, gap: float) -> tuple[int, int]:
+def full_sample_flips(
+    raw: np.ndarray, comp: np.ndarray, *, gap: float
+) -> tuple[int, int]:
     """Eligible pairs on all rows and how many of them reverse under compression."""
     pairs = pair_indices(raw.shape[0])
     mu_raw, mu_comp = raw.mean(axis=1), comp.mean(axis=1)
@@ -388,7 +416,9 @@ def full_sample_flips(raw: np.ndarray, comp: np.ndarray, *, gap: float) -> tuple
     return int(eligible.sum()), int(reversed_.sum())
 
 
-def _distribution(name: str, values: np.ndarray, level: float, why_empty: str) -> SplitDistribution:
+def _distribution(
+    name: str, values: np.ndarray, level: float, why_empty: str
+) -> SplitDistribution:
     finite = np.isfinite(values)
     reasons = {} if finite.any() else {"median": why_empty, "interval": why_empty}
     return SplitDistribution(
@@ -434,7 +464,9 @@ def split_audit(
     parts = frozenset({"mcnemar", "crossfit", "screen"}) if parts is None else parts
     binary = bool(np.isin(raw, (0.0, 1.0)).all() and np.isin(comp, (0.0, 1.0)).all())
     if mcnemar_filter and not binary:
-        raise ValueError("`mcnemar_filter` needs 0/1 scores (exact McNemar is a binary test)")
+        raise ValueError(
+            "`mcnemar_filter` needs 0/1 scores (exact McNemar is a binary test)"
+        )
     rng = generator(seed)
     pairs = pair_indices(m)
     n_pairs = pairs[0].size
@@ -512,7 +544,11 @@ def split_audit(
         eligible_n[rows] = n_eligible
         raw_rate[rows] = _rates(raw_rev.sum(axis=1), n_eligible)
         comp_rate[rows] = _rates(comp_rev.sum(axis=1), n_eligible)
-        both = counted & oriented_reversal(d_raw_s, d_comp_s) & oriented_reversal(d_raw_s, d_comp_t)
+        both = (
+            counted
+            & oriented_reversal(d_raw_s, d_comp_s)
+            & oriented_reversal(d_raw_s, d_comp_t)
+        )
         both_rate[rows] = _rates(both.sum(axis=1), n_eligible)
 
         # held-out endpoints, both orientations (select on one half, score on the other)
@@ -525,7 +561,9 @@ def split_audit(
             d_c = sco_comp[ix, strong] - sco_comp[ix, weak]
             valid = d_r >= gap
             with np.errstate(invalid="ignore", divide="ignore"):
-                held_rho[rows, k] = np.where(valid, d_c / np.where(valid, d_r, 1.0), np.nan)
+                held_rho[rows, k] = np.where(
+                    valid, d_c / np.where(valid, d_r, 1.0), np.nan
+                )
             held_code[rows, k] = np.where(valid, weak * m + strong, -1)
 
         # disjoint rows: raw mean on S, gain on T, Pearson r across readers
@@ -535,11 +573,15 @@ def split_audit(
             y = y - y.mean(axis=1, keepdims=True)
             denom = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
             with np.errstate(invalid="ignore", divide="ignore"):
-                disjoint_r[rows] = np.where(denom > 0, (x * y).sum(axis=1) / denom, np.nan)
+                disjoint_r[rows] = np.where(
+                    denom > 0, (x * y).sum(axis=1) / denom, np.nan
+                )
 
         if want_co:
             # T co-products = totals - S co-products (exact for 0/1 scores)
-            co_raw_t = co_raw_total - (mask @ co_raw_rows.T).astype(np.float64)  # (b, P)
+            co_raw_t = co_raw_total - (mask @ co_raw_rows.T).astype(
+                np.float64
+            )  # (b, P)
             co_comp_t = co_comp_total - (mask @ co_comp_rows.T).astype(np.float64)
         if want_mcnemar:
             rb = r.sum_t[:, pairs[0]] - co_raw_t  # i right, j wrong
@@ -552,8 +594,12 @@ def split_audit(
             comp_dir = np.sign(cc - cb)
             k_sig = sig_raw.sum(axis=1)
             mc_k[rows] = k_sig
-            mc_same[rows] = _rates((sig_raw & sig_comp & (comp_dir == raw_dir)).sum(axis=1), k_sig)
-            mc_opp[rows] = _rates((sig_raw & sig_comp & (comp_dir == -raw_dir)).sum(axis=1), k_sig)
+            mc_same[rows] = _rates(
+                (sig_raw & sig_comp & (comp_dir == raw_dir)).sum(axis=1), k_sig
+            )
+            mc_opp[rows] = _rates(
+                (sig_raw & sig_comp & (comp_dir == -raw_dir)).sum(axis=1), k_sig
+            )
         if want_crossfit:
             size_t = r.size_t
             sum_raw_d = _pair_diff(r.sum_t, pairs)
@@ -588,10 +634,21 @@ def split_audit(
     full_eligible, full_reversed = full_sample_flips(raw, comp, gap=gap)
     flip_reasons = {}
     if not used.any():
-        text = f"no split has a reader pair at least {gap:g} apart on the selection half"
+        text = (
+            f"no split has a reader pair at least {gap:g} apart on the selection half"
+        )
         if m < 2:
             text = "fewer than two readers"
-        flip_reasons = {k: text for k in ("median_raw_rate", "median_compressed_rate", "median_excess", "excess_interval", "median_eligible_pairs")}
+        flip_reasons = {
+            k: text
+            for k in (
+                "median_raw_rate",
+                "median_compressed_rate",
+                "median_excess",
+                "excess_interval",
+                "median_eligible_pairs",
+            )
+        }
     flips = FlipReplay(
         splits=splits,
         splits_used=int(used.sum()),
@@ -612,7 +669,9 @@ def split_audit(
         reasons=flip_reasons,
         excess_by_split=excess[used],
     )
-    both = _distribution("both_half_reversal_rate", both_rate, level, "no split has an eligible pair")
+    both = _distribution(
+        "both_half_reversal_rate", both_rate, level, "no split has an eligible pair"
+    )
     valid = np.isfinite(held_rho)
     codes = held_code[valid]
     modal, modal_share, distinct = None, float("nan"), 0
@@ -631,13 +690,22 @@ def split_audit(
         distinct_pairs=distinct,
         modal_pair=modal,
         modal_pair_share=modal_share,
-        reasons={} if codes.size else {"median_retention": why_held, "interval": why_held, "modal_pair": why_held, "modal_pair_share": why_held},
+        reasons={}
+        if codes.size
+        else {
+            "median_retention": why_held,
+            "interval": why_held,
+            "modal_pair": why_held,
+            "modal_pair_share": why_held,
+        },
     )
     disjoint = _distribution(
         "disjoint_row_correlation",
         disjoint_r,
         level,
-        "needs three readers with varying raw means and gains" if m >= 3 else "needs three readers",
+        "needs three readers with varying raw means and gains"
+        if m >= 3
+        else "needs three readers",
     )
     mcnemar = None
     if want_mcnemar:
@@ -652,7 +720,14 @@ def split_audit(
             median_opposite_direction_share=median_or_nan(mc_opp[have]),
             opposite_direction_interval=percentile_interval(mc_opp[have], level),
             scoring_rows=n - h,
-            reasons={} if have.any() else {"median_same_direction_share": why, "median_opposite_direction_share": why, "same_direction_interval": why, "opposite_direction_interval": why},
+            reasons={}
+            if have.any()
+            else {
+                "median_same_direction_share": why,
+                "median_opposite_direction_share": why,
+                "same_direction_interval": why,
+                "opposite_direction_interval": why,
+            },
         )
     crossfit = None
     if want_crossfit:
@@ -670,22 +745,36 @@ def split_audit(
         if codes3.size:
             values, counts = np.unique(codes3, return_counts=True)
             top = int(values[np.argmax(counts)])
-            modal3 = (readers[top // (m * m)], readers[(top // m) % m], readers[top % m])
+            modal3 = (
+                readers[top // (m * m)],
+                readers[(top // m) % m],
+                readers[top % m],
+            )
             share3 = float(counts.max() / codes3.size)
             distinct3 = int(values.size)
         full_any = full_flag.any()
         reasons = {}
         if not full_any:
-            reasons["false_reassurance_given_full_expansion"] = "the full panel never calls for expansion"
+            reasons["false_reassurance_given_full_expansion"] = (
+                "the full panel never calls for expansion"
+            )
         if full_total == 0:
-            reasons["reversals_visible_share"] = "the full panel has no compressed reversal"
+            reasons["reversals_visible_share"] = (
+                "the full panel has no compressed reversal"
+            )
         screen = ThreeReaderScreen(
             splits_used=splits,
             screen_expansion_rate=float(screen_flag.mean()),
             full_panel_expansion_rate=float(full_flag.mean()),
             false_reassurance_rate=float((~screen_flag & full_flag).mean()),
-            false_reassurance_given_full_expansion=float((~screen_flag & full_flag).sum() / full_flag.sum()) if full_any else float("nan"),
-            reversals_visible_share=float(visible.sum() / full_total) if full_total else float("nan"),
+            false_reassurance_given_full_expansion=float(
+                (~screen_flag & full_flag).sum() / full_flag.sum()
+            )
+            if full_any
+            else float("nan"),
+            reversals_visible_share=float(visible.sum() / full_total)
+            if full_total
+            else float("nan"),
             full_panel_reversals=int(full_total),
             distinct_triplets=distinct3,
             modal_triplet=modal3,
@@ -747,25 +836,40 @@ def _screen_batch(
     weak, strong = np.argmin(sel, axis=1), np.argmax(sel, axis=1)
     midpoint = (sel[ix, weak] + sel[ix, strong]) / 2
     distance = np.abs(sel - midpoint[:, None])
-    same_family = (fam[None, :] == fam[weak][:, None]) | (fam[None, :] == fam[strong][:, None])
-    distance = distance + np.where(same_family, 2.0, 0.0)  # scores lie in [0, 1]: prefer other families
+    same_family = (fam[None, :] == fam[weak][:, None]) | (
+        fam[None, :] == fam[strong][:, None]
+    )
+    distance = distance + np.where(
+        same_family, 2.0, 0.0
+    )  # scores lie in [0, 1]: prefer other families
     distance[ix, weak] = np.inf
     distance[ix, strong] = np.inf
     middle = np.argmin(distance, axis=1)
     code_out[:] = np.where(weak != strong, (weak * m + middle) * m + strong, -1)
 
-    def retention_flag(lo: np.ndarray, hi: np.ndarray, missing_flags: bool) -> np.ndarray:
+    def retention_flag(
+        lo: np.ndarray, hi: np.ndarray, missing_flags: bool
+    ) -> np.ndarray:
         d_r = r.mean_t[ix, hi] - r.mean_t[ix, lo]
         d_c = c.mean_t[ix, hi] - c.mean_t[ix, lo]
         admissible = d_r >= gap
         with np.errstate(invalid="ignore", divide="ignore"):
-            low = admissible & (d_c / np.where(admissible, d_r, 1.0) < retention_threshold)
+            low = admissible & (
+                d_c / np.where(admissible, d_r, 1.0) < retention_threshold
+            )
         return low | (~admissible & missing_flags)
 
     endpoint = retention_flag(weak, strong, True)
-    adjacent = retention_flag(weak, middle, False) | retention_flag(middle, strong, False)
+    adjacent = retention_flag(weak, middle, False) | retention_flag(
+        middle, strong, False
+    )
     trip = np.stack(
-        [pair_index[weak, middle], pair_index[weak, strong], pair_index[middle, strong]], axis=1
+        [
+            pair_index[weak, middle],
+            pair_index[weak, strong],
+            pair_index[middle, strong],
+        ],
+        axis=1,
     )
     trip = np.where(trip < 0, 0, trip)
     t_eligible = np.take_along_axis(eligible, trip, axis=1)
@@ -789,8 +893,12 @@ def _screen_batch(
     full_raw = raw_rev.sum(axis=1)
     full_comp = comp_rev.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        excess_full = np.where(n_eligible > 0, (full_comp - full_raw) / np.maximum(n_eligible, 1), np.nan)
-    full_out[:] = endpoint | adjacent_full | ~(excess_full <= excess_threshold) | (full_comp > 0)
+        excess_full = np.where(
+            n_eligible > 0, (full_comp - full_raw) / np.maximum(n_eligible, 1), np.nan
+        )
+    full_out[:] = (
+        endpoint | adjacent_full | ~(excess_full <= excess_threshold) | (full_comp > 0)
+    )
     visible_out[:] = t_comp
     full_rev_out[:] = full_comp
 
@@ -825,7 +933,9 @@ def _binary_flip_counts(
     m, n = raw.shape
     pairs = pair_indices(m)
     n_pairs = pairs[0].size
-    to_pairs = np.zeros((2 * m, 2 * n_pairs), dtype=np.float32)  # block-diagonal +-1 map
+    to_pairs = np.zeros(
+        (2 * m, 2 * n_pairs), dtype=np.float32
+    )  # block-diagonal +-1 map
     columns = np.arange(n_pairs)
     to_pairs[pairs[1], columns] = 1
     to_pairs[pairs[0], columns] = -1
@@ -841,7 +951,9 @@ def _binary_flip_counts(
     with single_blas():
         for perms in permutation_batches(rng, n, splits, batch):
             b = perms.shape[0]
-            diff_s = (selection_mask(perms, np.float32) @ stacked.T) @ to_pairs  # (b, 2P)
+            diff_s = (
+                selection_mask(perms, np.float32) @ stacked.T
+            ) @ to_pairs  # (b, 2P)
             diff_t = total_diff - diff_s
             d_s = diff_s[:, :n_pairs]
             eligible = np.abs(d_s) >= k
@@ -899,7 +1011,16 @@ def split_replay(
         reasons = {}
         if not used.any():
             text = f"no split has a reader pair at least {gap:g} apart on the selection half"
-            reasons = dict.fromkeys(("median_raw_rate", "median_compressed_rate", "median_excess", "excess_interval", "median_eligible_pairs"), text)
+            reasons = dict.fromkeys(
+                (
+                    "median_raw_rate",
+                    "median_compressed_rate",
+                    "median_excess",
+                    "excess_interval",
+                    "median_eligible_pairs",
+                ),
+                text,
+            )
         return FlipReplay(
             splits=splits,
             splits_used=int(used.sum()),

@@ -31,7 +31,11 @@ def num(value: Any, digits: int = 3) -> str:
 
 def _finite(value: Any) -> bool:
     try:
-        return value is not None and float(value) == float(value) and abs(float(value)) != float("inf")
+        return (
+            value is not None
+            and float(value) == float(value)
+            and abs(float(value)) != float("inf")
+        )
     except (TypeError, ValueError):
         return False
 
@@ -43,8 +47,14 @@ def span(interval: Interval | None, fmt=pp) -> str:  # noqa: ANN001
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-    out += ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
+    out = [
+        "| " + " | ".join(header) + " |",
+        "| " + " | ".join("---" for _ in header) + " |",
+    ]
+    out += [
+        "| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |"
+        for row in rows
+    ]
     return out
 
 
@@ -59,8 +69,25 @@ def pair_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
         f"Rows: **{first.rows}**",
         "",
         *_table(
-            ["Metric", "Current compression gain", "Raw reader upgrade", "Visible compressed upgrade", "Upgrade retention", "Outcome"],
-            [[p.metric, pp(p.current_compression_gain), pp(p.raw_upgrade), pp(p.compressed_upgrade), pct(p.upgrade_retention), p.outcome] for p in pairs],
+            [
+                "Metric",
+                "Current compression gain",
+                "Raw reader upgrade",
+                "Visible compressed upgrade",
+                "Upgrade retention",
+                "Outcome",
+            ],
+            [
+                [
+                    p.metric,
+                    pp(p.current_compression_gain),
+                    pp(p.raw_upgrade),
+                    pp(p.compressed_upgrade),
+                    pct(p.upgrade_retention),
+                    p.outcome,
+                ]
+                for p in pairs
+            ],
         ),
         "",
     ]
@@ -84,14 +111,44 @@ def pair_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
     if slices:
         lines += ["### Slices", ""]
         lines += _table(
-            ["Metric", "Hint", "Value", "Rows", "Raw upgrade", "Compressed upgrade", "Retention"],
-            [[s["metric"], s["field"], s["value"], s["rows"], pp(s["raw_upgrade"]), pp(s["compressed_upgrade"]), pct(s["retention"])] for s in slices],
+            [
+                "Metric",
+                "Hint",
+                "Value",
+                "Rows",
+                "Raw upgrade",
+                "Compressed upgrade",
+                "Retention",
+            ],
+            [
+                [
+                    s["metric"],
+                    s["field"],
+                    s["value"],
+                    s["rows"],
+                    pp(s["raw_upgrade"]),
+                    pp(s["compressed_upgrade"]),
+                    pct(s["retention"]),
+                ]
+                for s in slices
+            ],
         )
         lines.append("")
     changed = next((p.changed_examples for p in pairs if p.changed_examples), [])
     if changed:
         lines += ["### Changed examples", ""]
-        lines += _table(["Example", "Type", "Current reader", "Candidate reader"], [[c["example_id"], c["question_type"], c["current_transition"], c["candidate_transition"]] for c in changed])
+        lines += _table(
+            ["Example", "Type", "Current reader", "Candidate reader"],
+            [
+                [
+                    c["example_id"],
+                    c["question_type"],
+                    c["current_transition"],
+                    c["candidate_transition"],
+                ]
+                for c in changed
+            ],
+        )
         lines.append("")
     lines += [
         "The deployment and reader decisions are separate. Compression gain measures the current "
@@ -117,27 +174,123 @@ def panel_lines(audit: PanelAudit) -> list[str]:
     if audit.warnings:
         lines += ["**Warnings**", ""] + [f"- {w}" for w in audit.warnings] + [""]
     rows = [
-        ["Endpoint retention", f"{e.weak} → {e.strong}", pct(e.retention), span(audit.retention_family_row.interval, pct), f"family-by-row, {audit.retention_family_row.draws_used} draws kept, {audit.retention_family_row.draws_discarded} discarded; same pair in {pct(audit.retention_family_row.same_pair_share)}"],
-        ["Endpoint retention (row-only)", "", pct(e.retention), span(audit.retention_row.interval, pct), f"{audit.retention_row.draws_used} draws kept"],
-        ["Raw / compressed endpoint upgrade", "", f"{pp(e.raw_span)} / {pp(e.compressed_span)}", "", ""],
-        ["Held-out endpoint retention", "", pct(audit.split.held_out.median_retention), span(audit.split.held_out.interval, pct), f"{audit.split.held_out.valid} valid orientations; {audit.split.held_out.distinct_pairs} distinct pairs; modal share {pct(audit.split.held_out.modal_pair_share)} (split spread)"],
-        ["Excess flips", "median over splits", pp(f.median_excess), span(f.excess_interval), f"raw {pp(f.median_raw_rate)}, compressed {pp(f.median_compressed_rate)}; {f.splits_used} splits; median {num(f.median_eligible_pairs, 0)} eligible pairs (split spread, not a population interval)"],
-        ["Full-sample reversals", "", f"{f.full_sample_compressed_reversals} of {f.full_sample_eligible_pairs}", "", "eligible pairs reversed under compression"],
-        ["Both-half reversals", "", pp(audit.split.both_half.median), span(audit.split.both_half.interval), ""],
-        ["EIV correlation (raw, gain)", "", num(audit.eiv.estimate.r_clipped), span(audit.eiv.interval, num), f"naive {num(audit.eiv.estimate.naive_r)}; unbounded {num(audit.eiv.estimate.r_unbounded)}; PSD {num(audit.eiv.estimate.r_psd)}; boundary draws: {audit.eiv.nonpositive_variance_draws} nonpositive variance, {audit.eiv.non_psd_draws} non-PSD, {audit.eiv.nonfinite_r_draws} nonfinite, {audit.eiv.outside_unit_draws} outside [-1, 1]"],
-        ["EIV correlation (headroom)", "", num(audit.eiv_headroom.estimate.r_clipped), span(audit.eiv_headroom.interval, num), ""],
-        ["Disjoint-row correlation", "", num(audit.split.disjoint_correlation.median), span(audit.split.disjoint_correlation.interval, num), "raw on one half, gain on the other"],
+        [
+            "Endpoint retention",
+            f"{e.weak} → {e.strong}",
+            pct(e.retention),
+            span(audit.retention_family_row.interval, pct),
+            f"family-by-row, {audit.retention_family_row.draws_used} draws kept, {audit.retention_family_row.draws_discarded} discarded; same pair in {pct(audit.retention_family_row.same_pair_share)}",
+        ],
+        [
+            "Endpoint retention (row-only)",
+            "",
+            pct(e.retention),
+            span(audit.retention_row.interval, pct),
+            f"{audit.retention_row.draws_used} draws kept",
+        ],
+        [
+            "Raw / compressed endpoint upgrade",
+            "",
+            f"{pp(e.raw_span)} / {pp(e.compressed_span)}",
+            "",
+            "",
+        ],
+        [
+            "Held-out endpoint retention",
+            "",
+            pct(audit.split.held_out.median_retention),
+            span(audit.split.held_out.interval, pct),
+            f"{audit.split.held_out.valid} valid orientations; {audit.split.held_out.distinct_pairs} distinct pairs; modal share {pct(audit.split.held_out.modal_pair_share)} (split spread)",
+        ],
+        [
+            "Excess flips",
+            "median over splits",
+            pp(f.median_excess),
+            span(f.excess_interval),
+            f"raw {pp(f.median_raw_rate)}, compressed {pp(f.median_compressed_rate)}; {f.splits_used} splits; median {num(f.median_eligible_pairs, 0)} eligible pairs (split spread, not a population interval)",
+        ],
+        [
+            "Full-sample reversals",
+            "",
+            f"{f.full_sample_compressed_reversals} of {f.full_sample_eligible_pairs}",
+            "",
+            "eligible pairs reversed under compression",
+        ],
+        [
+            "Both-half reversals",
+            "",
+            pp(audit.split.both_half.median),
+            span(audit.split.both_half.interval),
+            "",
+        ],
+        [
+            "EIV correlation (raw, gain)",
+            "",
+            num(audit.eiv.estimate.r_clipped),
+            span(audit.eiv.interval, num),
+            f"naive {num(audit.eiv.estimate.naive_r)}; unbounded {num(audit.eiv.estimate.r_unbounded)}; PSD {num(audit.eiv.estimate.r_psd)}; boundary draws: {audit.eiv.nonpositive_variance_draws} nonpositive variance, {audit.eiv.non_psd_draws} non-PSD, {audit.eiv.nonfinite_r_draws} nonfinite, {audit.eiv.outside_unit_draws} outside [-1, 1]",
+        ],
+        [
+            "EIV correlation (headroom)",
+            "",
+            num(audit.eiv_headroom.estimate.r_clipped),
+            span(audit.eiv_headroom.interval, num),
+            "",
+        ],
+        [
+            "Disjoint-row correlation",
+            "",
+            num(audit.split.disjoint_correlation.median),
+            span(audit.split.disjoint_correlation.interval, num),
+            "raw on one half, gain on the other",
+        ],
     ]
     if audit.split.mcnemar is not None:
         mc = audit.split.mcnemar
-        rows.append(["McNemar: same direction", f"{mc.scoring_rows}-row halves", pct(mc.median_same_direction_share), span(mc.same_direction_interval, pct), f"opposite {pct(mc.median_opposite_direction_share)} {span(mc.opposite_direction_interval, pct)}; median {num(mc.median_raw_significant_pairs, 0)} raw-significant pairs"])
+        rows.append(
+            [
+                "McNemar: same direction",
+                f"{mc.scoring_rows}-row halves",
+                pct(mc.median_same_direction_share),
+                span(mc.same_direction_interval, pct),
+                f"opposite {pct(mc.median_opposite_direction_share)} {span(mc.opposite_direction_interval, pct)}; median {num(mc.median_raw_significant_pairs, 0)} raw-significant pairs",
+            ]
+        )
     r = audit.resolution
-    rows.append(["Resolution n-ratio", "full sample", num(r.median_n_ratio, 2), "", f"{r.eligible_pairs} eligible pairs, {r.excluded_nonpositive_retention} excluded (retention ≤ 0)"])
+    rows.append(
+        [
+            "Resolution n-ratio",
+            "full sample",
+            num(r.median_n_ratio, 2),
+            "",
+            f"{r.eligible_pairs} eligible pairs, {r.excluded_nonpositive_retention} excluded (retention ≤ 0)",
+        ]
+    )
     if audit.split.crossfit_resolution is not None:
         c = audit.split.crossfit_resolution
-        rows.append(["Resolution n-ratio", "cross-fit", num(c.median, 2), span(c.interval, lambda v: num(v, 2)), ""])
-    rows.append(["Token-cost ratio", "full sample", num(r.median_token_cost_ratio, 2), span(r.token_cost_iqr, lambda v: num(v, 2)), "interquartile range" if r.token_cost_iqr.defined else r.reasons.get("median_token_cost_ratio", "")])
-    lines += _table(["Statistic", "Detail", "Estimate", "Interval", "Notes"], rows) + [""]
+        rows.append(
+            [
+                "Resolution n-ratio",
+                "cross-fit",
+                num(c.median, 2),
+                span(c.interval, lambda v: num(v, 2)),
+                "",
+            ]
+        )
+    rows.append(
+        [
+            "Token-cost ratio",
+            "full sample",
+            num(r.median_token_cost_ratio, 2),
+            span(r.token_cost_iqr, lambda v: num(v, 2)),
+            "interquartile range"
+            if r.token_cost_iqr.defined
+            else r.reasons.get("median_token_cost_ratio", ""),
+        ]
+    )
+    lines += _table(["Statistic", "Detail", "Estimate", "Interval", "Notes"], rows) + [
+        ""
+    ]
     t = audit.transitions
     if t.binary:
         lines += [
@@ -149,12 +302,30 @@ def panel_lines(audit: PanelAudit) -> list[str]:
             "",
         ]
     else:
-        lines += [f"Mean positive change {num(t.pooled_rescue, 1)}pp and mean negative change {num(t.pooled_damage, 1)}pp per cell.", ""]
+        lines += [
+            f"Mean positive change {num(t.pooled_rescue, 1)}pp and mean negative change {num(t.pooled_damage, 1)}pp per cell.",
+            "",
+        ]
     if audit.nulls:
         lines += ["**Nulls** (share of null draws the observed value exceeds)", ""]
         lines += _table(
-            ["Null", "Excess flips: null median [2.5, 97.5]", "Observed exceeds", "Both-half: null median [2.5, 97.5]", "Observed exceeds"],
-            [[n.kind, f"{pp(n.null_excess_median)} {span(n.null_excess_interval)}", pct(n.excess_exceeds_share), f"{pp(n.null_both_half_median)} {span(n.null_both_half_interval)}", pct(n.both_half_exceeds_share)] for n in audit.nulls],
+            [
+                "Null",
+                "Excess flips: null median [2.5, 97.5]",
+                "Observed exceeds",
+                "Both-half: null median [2.5, 97.5]",
+                "Observed exceeds",
+            ],
+            [
+                [
+                    n.kind,
+                    f"{pp(n.null_excess_median)} {span(n.null_excess_interval)}",
+                    pct(n.excess_exceeds_share),
+                    f"{pp(n.null_both_half_median)} {span(n.null_both_half_interval)}",
+                    pct(n.both_half_exceeds_share),
+                ]
+                for n in audit.nulls
+            ],
         ) + [""]
     if audit.split.screen is not None:
         s = audit.split.screen
@@ -167,11 +338,26 @@ def panel_lines(audit: PanelAudit) -> list[str]:
         ]
     if audit.sensitivity:
         lines += ["**Excess-flip sensitivity**", ""]
-        lines += _table(["Variant", "Median excess", "Split spread", "Splits"], [[k, pp(v.median_excess), span(v.excess_interval), v.splits_used] for k, v in audit.sensitivity.items()]) + [""]
+        lines += _table(
+            ["Variant", "Median excess", "Split spread", "Splits"],
+            [
+                [k, pp(v.median_excess), span(v.excess_interval), v.splits_used]
+                for k, v in audit.sensitivity.items()
+            ],
+        ) + [""]
     lines += ["**Readers**", ""]
     lines += _table(
         ["Reader", "Family", "Raw", "Compressed", "Gain"],
-        [[x["reader"], x["family"], pct(x["raw_mean"]), pct(x["compressed_mean"]), pp(x["gain"])] for x in audit.readers],
+        [
+            [
+                x["reader"],
+                x["family"],
+                pct(x["raw_mean"]),
+                pct(x["compressed_mean"]),
+                pp(x["gain"]),
+            ]
+            for x in audit.readers
+        ],
     ) + [""]
     return lines
 
@@ -179,10 +365,32 @@ def panel_lines(audit: PanelAudit) -> list[str]:
 def selection_lines(selections: Sequence[SelectionResult]) -> list[str]:
     lines: list[str] = []
     for sel in selections:
-        lines += [f"## Context selection ({sel.resampling} resampling, {sel.draws} paired draws, seed {sel.seed})", ""]
+        lines += [
+            f"## Context selection ({sel.resampling} resampling, {sel.draws} paired draws, seed {sel.seed})",
+            "",
+        ]
         lines += _table(
-            ["Method", "Questions", "Accuracy", "95% interval", "Seed min-max", f"Difference vs {sel.baseline}"],
-            [[m.method, m.questions, pct(m.accuracy), span(m.interval, pct), f"{pct(m.seed_min)}–{pct(m.seed_max)}", "" if m.difference is None else f"{pp(m.difference)} {span(m.difference_interval)}"] for m in sel.methods],
+            [
+                "Method",
+                "Questions",
+                "Accuracy",
+                "95% interval",
+                "Seed min-max",
+                f"Difference vs {sel.baseline}",
+            ],
+            [
+                [
+                    m.method,
+                    m.questions,
+                    pct(m.accuracy),
+                    span(m.interval, pct),
+                    f"{pct(m.seed_min)}–{pct(m.seed_max)}",
+                    ""
+                    if m.difference is None
+                    else f"{pp(m.difference)} {span(m.difference_interval)}",
+                ]
+                for m in sel.methods
+            ],
         ) + ["", "The seed range is descriptive, not a confidence interval.", ""]
     return lines
 
@@ -193,7 +401,13 @@ SCOPE = (
 )
 
 
-def markdown_report(document: Mapping[str, Any], audits: Sequence[PanelAudit], *, pairs: Sequence[DeclaredPairResult] = (), selections: Sequence[SelectionResult] = ()) -> str:
+def markdown_report(
+    document: Mapping[str, Any],
+    audits: Sequence[PanelAudit],
+    *,
+    pairs: Sequence[DeclaredPairResult] = (),
+    selections: Sequence[SelectionResult] = (),
+) -> str:
     lines = ["# ragledger audit", ""]
     lines += pair_lines(pairs)
     for audit in audits:
@@ -220,24 +434,36 @@ def _md_to_html(lines: Sequence[str]) -> str:
     def inline(text: str) -> str:
         text = html.escape(text)
         parts = text.split("**")
-        text = "".join(f"<strong>{p}</strong>" if k % 2 else p for k, p in enumerate(parts))
+        text = "".join(
+            f"<strong>{p}</strong>" if k % 2 else p for k, p in enumerate(parts)
+        )
         parts = text.split("`")
         return "".join(f"<code>{p}</code>" if k % 2 else p for k, p in enumerate(parts))
 
     def flush() -> None:
         if table:
             head, *body = table
-            out.append("<table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr>")
-            out.extend("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in row) + "</tr>" for row in body)
+            out.append(
+                "<table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr>"
+            )
+            out.extend(
+                "<tr>" + "".join(f"<td>{inline(c)}</td>" for c in row) + "</tr>"
+                for row in body
+            )
             out.append("</table>")
             table.clear()
         if bullets:
-            out.append("<ul>" + "".join(f"<li>{inline(b)}</li>" for b in bullets) + "</ul>")
+            out.append(
+                "<ul>" + "".join(f"<li>{inline(b)}</li>" for b in bullets) + "</ul>"
+            )
             bullets.clear()
 
     for line in lines:
         if line.startswith("|"):
-            cells = [c.strip().replace("\\|", "|") for c in line.strip().strip("|").split(" | ")]
+            cells = [
+                c.strip().replace("\\|", "|")
+                for c in line.strip().strip("|").split(" | ")
+            ]
             if all(set(c) <= {"-"} for c in cells):
                 continue
             table.append(cells)
@@ -261,7 +487,13 @@ def _img(data: bytes | None, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
 
 
-def html_report(document: Mapping[str, Any], audits: Sequence[PanelAudit], *, pairs: Sequence[DeclaredPairResult] = (), selections: Sequence[SelectionResult] = ()) -> str:
+def html_report(
+    document: Mapping[str, Any],
+    audits: Sequence[PanelAudit],
+    *,
+    pairs: Sequence[DeclaredPairResult] = (),
+    selections: Sequence[SelectionResult] = (),
+) -> str:
     body = ["<h1>ragledger audit</h1>", _md_to_html(pair_lines(pairs))]
     for audit in audits:
         body.append(_md_to_html(panel_lines(audit)))

@@ -44,13 +44,22 @@ class ResolutionCost(ResultMixin):
             "excluded_zero_raw_variance": self.excluded_zero_raw_variance,
         }
         return [
-            StatRow("resolution_n_ratio", self.median_n_ratio, counts=counts, reason=self.reasons.get("median_n_ratio")),
+            StatRow(
+                "resolution_n_ratio",
+                self.median_n_ratio,
+                counts=counts,
+                reason=self.reasons.get("median_n_ratio"),
+            ),
             StatRow(
                 "resolution_token_cost_ratio",
                 self.median_token_cost_ratio,
                 self.token_cost_iqr.low,
                 self.token_cost_iqr.high,
-                {**counts, "interval": "interquartile range", "median_token_ratio": self.median_token_ratio},
+                {
+                    **counts,
+                    "interval": "interquartile range",
+                    "median_token_ratio": self.median_token_ratio,
+                },
                 self.reasons.get("median_token_cost_ratio"),
             ),
         ]
@@ -99,7 +108,9 @@ def resolution_cost(
     cost = ratio * token_ratio
     cost_used = cost[usable & np.isfinite(cost)]
     iqr = (
-        Interval(*np.percentile(cost_used, [25, 75]).tolist()) if cost_used.size else Interval.undefined()
+        Interval(*np.percentile(cost_used, [25, 75]).tolist())
+        if cost_used.size
+        else Interval.undefined()
     )
     if not cost_used.size and "median_token_cost_ratio" not in reasons:
         reasons["median_token_cost_ratio"] = reasons.get("median_n_ratio", "undefined")

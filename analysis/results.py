@@ -51,7 +51,12 @@ def jsonable(value: Any) -> Any:
 
 
 #: ``field(**NOT_JSON)`` keeps an array on a result for figures but out of JSON.
-NOT_JSON = {"default": None, "repr": False, "compare": False, "metadata": {"json": False}}
+NOT_JSON = {
+    "default": None,
+    "repr": False,
+    "compare": False,
+    "metadata": {"json": False},
+}
 
 
 def finite_or_nan(value: Any) -> float:

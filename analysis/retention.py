@@ -149,7 +149,9 @@ class RetentionBootstrap(ResultMixin):
 
 def family_codes(families: Sequence[str]) -> tuple[np.ndarray, int]:
     """Integer family code per reader (families sorted by name) and the count F."""
-    labels, codes = np.unique(np.asarray(families, dtype=object).astype(str), return_inverse=True)
+    labels, codes = np.unique(
+        np.asarray(families, dtype=object).astype(str), return_inverse=True
+    )
     return codes.astype(np.int64), int(labels.size)
 
 
@@ -216,14 +218,20 @@ def retention_bootstrap(
     and discards the draw (counted) when their raw gap is below ``gap``.
     """
     method = "row" if families is None else "family-by-row"
-    point = endpoint_retention(raw, comp, [str(i) for i in range(raw.shape[0])], gap=gap)
+    point = endpoint_retention(
+        raw, comp, [str(i) for i in range(raw.shape[0])], gap=gap
+    )
     rng = generator(seed)
     (mu_raw, mu_comp), present = resampled_means(rng, [raw, comp], families, draws)
     weak, strong, d_raw, d_comp = endpoint_draws(mu_raw, mu_comp, present)
     keep = d_raw >= gap
     rho = d_comp[keep] / d_raw[keep]
     full_weak, full_strong = int(np.argmin(raw.mean(1))), int(np.argmax(raw.mean(1)))
-    same = float(np.mean((weak == full_weak) & (strong == full_strong))) if draws else float("nan")
+    same = (
+        float(np.mean((weak == full_weak) & (strong == full_strong)))
+        if draws
+        else float("nan")
+    )
     interval = percentile_interval(rho, level)
     reasons = dict(point.reasons)
     if point.reasons.get("retention"):

@@ -73,7 +73,15 @@ class SelectionResult(ResultMixin):
                 "seed_max": item.seed_max,
                 "resampling": self.resampling,
             }
-            rows.append(StatRow(f"selection_accuracy[{item.method}]", item.accuracy, item.interval.low, item.interval.high, counts))
+            rows.append(
+                StatRow(
+                    f"selection_accuracy[{item.method}]",
+                    item.accuracy,
+                    item.interval.low,
+                    item.interval.high,
+                    counts,
+                )
+            )
             if item.difference_interval is not None and item.difference is not None:
                 rows.append(
                     StatRow(
@@ -103,7 +111,9 @@ def question_weights(
     if clusters is not None:
         return cluster_counts(rng, np.asarray(clusters), draws)
     if strata is not None:
-        return counts_from_indices(stratified_indices(rng, np.asarray(strata), draws), questions)
+        return counts_from_indices(
+            stratified_indices(rng, np.asarray(strata), draws), questions
+        )
     return counts_from_indices(row_indices(rng, questions, draws), questions)
 
 
@@ -135,11 +145,21 @@ def selection_accuracy(
     if baseline is not None and baseline not in scores:
         raise ValueError(f"`baseline` {baseline!r} is not one of the methods")
     q = shapes.pop()
-    averaged = np.stack([np.asarray(scores[name], float).reshape(q, -1).mean(axis=1) for name in names])  # (k, q)
-    weights = question_weights(q, draws=draws, seed=seed, strata=strata, clusters=clusters)
+    averaged = np.stack(
+        [np.asarray(scores[name], float).reshape(q, -1).mean(axis=1) for name in names]
+    )  # (k, q)
+    weights = question_weights(
+        q, draws=draws, seed=seed, strata=strata, clusters=clusters
+    )
     totals = weights.sum(axis=1)
     boot = (weights @ averaged.T) / totals[:, None]  # (draws, k)
-    resampling = "clustered" if clusters is not None else "stratified" if strata is not None else "plain"
+    resampling = (
+        "clustered"
+        if clusters is not None
+        else "stratified"
+        if strata is not None
+        else "plain"
+    )
     base = names.index(baseline) if baseline is not None else None
     methods = []
     for k, name in enumerate(names):

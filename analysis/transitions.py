@@ -48,7 +48,9 @@ class ChiSquare(ResultMixin):
     reasons: Mapping[str, str] = field(default_factory=dict)
 
 
-def homogeneity(events: np.ndarray, totals: np.ndarray, *, correction: bool = True) -> ChiSquare:
+def homogeneity(
+    events: np.ndarray, totals: np.ndarray, *, correction: bool = True
+) -> ChiSquare:
     """Chi-square on the ``k x 2`` table ``[events, totals - events]``.
 
     Notes
@@ -58,7 +60,9 @@ def homogeneity(events: np.ndarray, totals: np.ndarray, *, correction: bool = Tr
     else ``c = 0``; p from the chi-square survival function.
     """
     keep = totals > 0
-    observed = np.stack([events[keep], totals[keep] - events[keep]], axis=1).astype(float)
+    observed = np.stack([events[keep], totals[keep] - events[keep]], axis=1).astype(
+        float
+    )
     k = observed.shape[0]
     nan = float("nan")
     if k < 2:
@@ -73,7 +77,9 @@ def homogeneity(events: np.ndarray, totals: np.ndarray, *, correction: bool = Tr
     diff = observed - expected
     corrected = bool(correction and dof == 1)
     if corrected:
-        diff = np.sign(diff) * np.maximum(np.abs(diff) - np.minimum(0.5, np.abs(diff)), 0)
+        diff = np.sign(diff) * np.maximum(
+            np.abs(diff) - np.minimum(0.5, np.abs(diff)), 0
+        )
     statistic = float(np.sum(diff**2 / expected))
     return ChiSquare(statistic, float(chi2.sf(statistic, dof)), dof, k, corrected)
 
@@ -98,18 +104,46 @@ class RescueDamage(ResultMixin):
         rescue_name = "rescue_share" if self.binary else "mean_positive_change_pp"
         damage_name = "damage_share" if self.binary else "mean_negative_change_pp"
         rows = [
-            StatRow(rescue_name, self.pooled_rescue, counts=dict(self.counts), reason=self.reasons.get("pooled_rescue")),
-            StatRow(damage_name, self.pooled_damage, counts=dict(self.counts), reason=self.reasons.get("pooled_damage")),
-            StatRow(f"{rescue_name}_reader_sd", self.rescue_sd, counts={"readers": len(self.per_reader)}, reason=self.reasons.get("rescue_sd")),
-            StatRow(f"{damage_name}_reader_sd", self.damage_sd, counts={"readers": len(self.per_reader)}, reason=self.reasons.get("damage_sd")),
+            StatRow(
+                rescue_name,
+                self.pooled_rescue,
+                counts=dict(self.counts),
+                reason=self.reasons.get("pooled_rescue"),
+            ),
+            StatRow(
+                damage_name,
+                self.pooled_damage,
+                counts=dict(self.counts),
+                reason=self.reasons.get("pooled_damage"),
+            ),
+            StatRow(
+                f"{rescue_name}_reader_sd",
+                self.rescue_sd,
+                counts={"readers": len(self.per_reader)},
+                reason=self.reasons.get("rescue_sd"),
+            ),
+            StatRow(
+                f"{damage_name}_reader_sd",
+                self.damage_sd,
+                counts={"readers": len(self.per_reader)},
+                reason=self.reasons.get("damage_sd"),
+            ),
         ]
-        for name, test in (("rescue", self.rescue_homogeneity), ("damage", self.damage_homogeneity)):
+        for name, test in (
+            ("rescue", self.rescue_homogeneity),
+            ("damage", self.damage_homogeneity),
+        ):
             if test is not None:
                 rows.append(
                     StatRow(
                         f"{name}_homogeneity_pvalue",
                         test.pvalue,
-                        counts={"statistic": test.statistic, "dof": test.dof, "readers": test.readers_tested, "yates": test.corrected},
+                        counts={
+                            "statistic": test.statistic,
+                            "dof": test.dof,
+                            "readers": test.readers_tested,
+                            "yates": test.corrected,
+                        },
                         reason=test.reasons.get("pvalue"),
                     )
                 )
@@ -121,7 +155,9 @@ def _sd(values: np.ndarray) -> float:
     return float(np.std(values, ddof=1)) if values.size >= 2 else float("nan")
 
 
-def rescue_damage(raw: np.ndarray, comp: np.ndarray, readers: Sequence[str], /) -> RescueDamage:
+def rescue_damage(
+    raw: np.ndarray, comp: np.ndarray, readers: Sequence[str], /
+) -> RescueDamage:
     """Section 7 on a panel; the cross-reader SD uses ddof = 1."""
     m, n = raw.shape
     binary = bool(np.isin(raw, (0.0, 1.0)).all() and np.isin(comp, (0.0, 1.0)).all())
@@ -142,13 +178,21 @@ def rescue_damage(raw: np.ndarray, comp: np.ndarray, readers: Sequence[str], /) 
                 "rescued": int(rescued[k]),
                 "damaged": int(damaged[k]),
                 "rescue_share": float(rescue[k]),
-                "damage_share": None if not np.isfinite(damage[k]) else float(damage[k]),
-                **({"damage_share_reason": "no raw-correct cells"} if not np.isfinite(damage[k]) else {}),
+                "damage_share": None
+                if not np.isfinite(damage[k])
+                else float(damage[k]),
+                **(
+                    {"damage_share_reason": "no raw-correct cells"}
+                    if not np.isfinite(damage[k])
+                    else {}
+                ),
             }
             for k in range(m)
         ]
         total_correct = int(correct.sum())
-        pooled_damage = float(damaged.sum() / total_correct) if total_correct else float("nan")
+        pooled_damage = (
+            float(damaged.sum() / total_correct) if total_correct else float("nan")
+        )
         if not total_correct:
             reasons["pooled_damage"] = "no raw-correct cells"
         rescue_test = homogeneity(rescued, wrong)
@@ -181,7 +225,10 @@ def rescue_damage(raw: np.ndarray, comp: np.ndarray, readers: Sequence[str], /) 
         reasons["rescue_homogeneity"] = reasons["damage_homogeneity"] = (
             "chi-square homogeneity needs 0/1 scores"
         )
-    rescue_sd, damage_sd = _sd(np.asarray(rescue, float)), _sd(np.asarray(damage, float))
+    rescue_sd, damage_sd = (
+        _sd(np.asarray(rescue, float)),
+        _sd(np.asarray(damage, float)),
+    )
     if not np.isfinite(rescue_sd):
         reasons["rescue_sd"] = "needs two readers"
     if not np.isfinite(damage_sd):

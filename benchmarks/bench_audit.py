@@ -52,10 +52,38 @@ def write_paired_scores(path: Path, raw, comp, readers, families) -> Path:  # no
     """The panel in ragscale's paired_scores.csv layout (item-major rows)."""
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["example_id", "reader", "reader_key", "reader_family", "raw_score", "compressed_score", "candidate_pool_id", "compressed_artifact_hash", "compressor_id", "raw_policy_id", "metric"])
+        writer.writerow(
+            [
+                "example_id",
+                "reader",
+                "reader_key",
+                "reader_family",
+                "raw_score",
+                "compressed_score",
+                "candidate_pool_id",
+                "compressed_artifact_hash",
+                "compressor_id",
+                "raw_policy_id",
+                "metric",
+            ]
+        )
         for i in range(N):
             for r in range(M):
-                writer.writerow([f"q{i:04d}", readers[r], f"k{r}", families[r], raw[r, i], comp[r, i], f"pool{i}", f"sha256:{i:064x}", "summary", "raw-10", "exact_match"])
+                writer.writerow(
+                    [
+                        f"q{i:04d}",
+                        readers[r],
+                        f"k{r}",
+                        families[r],
+                        raw[r, i],
+                        comp[r, i],
+                        f"pool{i}",
+                        f"sha256:{i:064x}",
+                        "summary",
+                        "raw-10",
+                        "exact_match",
+                    ]
+                )
     return path
 
 
@@ -80,7 +108,9 @@ def ragscale_arrays(path: Path):  # noqa: ANN201
     return raw, comp
 
 
-def ragscale_replay(raw: np.ndarray, comp: np.ndarray, *, splits: int, seed: int, gap: float = GAP) -> dict:
+def ragscale_replay(
+    raw: np.ndarray, comp: np.ndarray, *, splits: int, seed: int, gap: float = GAP
+) -> dict:
     """ragscale's split loop: one permutation per split, a Python loop over reader pairs."""
     m, n = raw.shape
     rng = np.random.default_rng(seed)
@@ -89,7 +119,11 @@ def ragscale_replay(raw: np.ndarray, comp: np.ndarray, *, splits: int, seed: int
     for _ in range(splits):
         order = rng.permutation(n)
         select, score = order[:half], order[half:]
-        raw_s, raw_t, comp_t = raw[:, select].mean(axis=1), raw[:, score].mean(axis=1), comp[:, score].mean(axis=1)
+        raw_s, raw_t, comp_t = (
+            raw[:, select].mean(axis=1),
+            raw[:, score].mean(axis=1),
+            comp[:, score].mean(axis=1),
+        )
         eligible = raw_flips = comp_flips = 0
         for i in range(m):
             for j in range(i + 1, m):
@@ -110,7 +144,9 @@ def ragscale_replay(raw: np.ndarray, comp: np.ndarray, *, splits: int, seed: int
         "median_raw_replay_flips": float(np.median(raw_rates)),
         "median_compressed_flips": float(np.median(comp_rates)),
         "median_excess_flips": float(np.median(excess)),
-        "excess_flip_split_interval": [float(x) for x in np.percentile(excess, [2.5, 97.5])],
+        "excess_flip_split_interval": [
+            float(x) for x in np.percentile(excess, [2.5, 97.5])
+        ],
     }
 
 
@@ -127,7 +163,10 @@ def ours_replay(path: Path, *, splits: int, seed: int) -> dict:
         "median_raw_replay_flips": flips.median_raw_rate,
         "median_compressed_flips": flips.median_compressed_rate,
         "median_excess_flips": flips.median_excess,
-        "excess_flip_split_interval": [flips.excess_interval.low, flips.excess_interval.high],
+        "excess_flip_split_interval": [
+            flips.excess_interval.low,
+            flips.excess_interval.high,
+        ],
     }
 
 
@@ -156,7 +195,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks audit")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--splits", type=int, default=5000)
-    parser.add_argument("--report", type=Path, help="also write the audit folder here and time it")
+    parser.add_argument(
+        "--report", type=Path, help="also write the audit folder here and time it"
+    )
     args = parser.parse_args(argv)
 
     from analysis.audit import AuditSettings, audit_panel
@@ -164,9 +205,20 @@ def main(argv: list[str] | None = None) -> None:
     from analysis.replay import split_replay
 
     raw, comp, readers, families = simulate()
-    panel = PanelArrays("bench", "bench | em | raw -> comp", "em", raw, comp, tuple(readers), tuple(f"q{i:04d}" for i in range(N)), tuple(families))
+    panel = PanelArrays(
+        "bench",
+        "bench | em | raw -> comp",
+        "em",
+        raw,
+        comp,
+        tuple(readers),
+        tuple(f"q{i:04d}" for i in range(N)),
+        tuple(families),
+    )
     settings = AuditSettings()
-    audit_panel(panel, AuditSettings(draws=50, splits=50, null_draws=2, null_splits=10))  # warm imports
+    audit_panel(
+        panel, AuditSettings(draws=50, splits=50, null_draws=2, null_splits=10)
+    )  # warm imports
     wall = time.perf_counter()
     audit_panel(panel, settings)
     wall = time.perf_counter() - wall
@@ -175,13 +227,30 @@ def main(argv: list[str] | None = None) -> None:
     _, traced_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"whole audit (20 x 500, defaults): {seconds:.2f} s CPU best of {args.repeat} ({wall:.2f} s wall, one run); "  # noqa: T201
-          f"numpy/Python peak {traced_peak / 2**20:.0f} MiB; process max RSS {rss:.0f} MiB")
+    print(
+        f"whole audit (20 x 500, defaults): {seconds:.2f} s CPU best of {args.repeat} ({wall:.2f} s wall, one run); "  # noqa: T201
+        f"numpy/Python peak {traced_peak / 2**20:.0f} MiB; process max RSS {rss:.0f} MiB"
+    )
     parts = {
-        "family-by-row retention": lambda: __import__("analysis.retention", fromlist=["x"]).retention_bootstrap(raw, comp, families, draws=5000, seed=SEED),
-        "EIV (gain)": lambda: __import__("analysis.eiv", fromlist=["x"]).eiv_bootstrap(raw, comp, families, draws=5000, seed=SEED),
-        "split audit (5,000 splits, McNemar, held-out, screen)": lambda: __import__("analysis.replay", fromlist=["x"]).split_audit(raw, comp, families, readers, splits=5000, seed=SEED),
-        "one null (200 x 250)": lambda: __import__("analysis.nulls", fromlist=["x"]).null_replay(raw, comp, kind="row-exchangeable", observed_excess=0.2, observed_both_half=0.1, seed=SEED),
+        "family-by-row retention": lambda: __import__(
+            "analysis.retention", fromlist=["x"]
+        ).retention_bootstrap(raw, comp, families, draws=5000, seed=SEED),
+        "EIV (gain)": lambda: __import__("analysis.eiv", fromlist=["x"]).eiv_bootstrap(
+            raw, comp, families, draws=5000, seed=SEED
+        ),
+        "split audit (5,000 splits, McNemar, held-out, screen)": lambda: __import__(
+            "analysis.replay", fromlist=["x"]
+        ).split_audit(raw, comp, families, readers, splits=5000, seed=SEED),
+        "one null (200 x 250)": lambda: __import__(
+            "analysis.nulls", fromlist=["x"]
+        ).null_replay(
+            raw,
+            comp,
+            kind="row-exchangeable",
+            observed_excess=0.2,
+            observed_both_half=0.1,
+            seed=SEED,
+        ),
     }
     for name, func in parts.items():
         part_seconds, _ = best(func, 1)
@@ -191,23 +260,33 @@ def main(argv: list[str] | None = None) -> None:
 
         start = time.perf_counter()
         write_folder(args.report, summary([audit]), [audit])
-        print(f"audit folder (summary.json, REPORT.md, report.html with 4 figures): {time.perf_counter() - start:.2f} s")  # noqa: T201
+        print(
+            f"audit folder (summary.json, REPORT.md, report.html with 4 figures): {time.perf_counter() - start:.2f} s"
+        )  # noqa: T201
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = write_paired_scores(Path(tmp) / "paired_scores.csv", raw, comp, readers, families)
+        path = write_paired_scores(
+            Path(tmp) / "paired_scores.csv", raw, comp, readers, families
+        )
         start = CLOCK()
         rs_raw, rs_comp = ragscale_arrays(path)
         rs_arrays = CLOCK() - start
         start = CLOCK()
         theirs = ragscale_replay(rs_raw, rs_comp, splits=args.splits, seed=SEED)
         rs_loop = CLOCK() - start
-        ours_seconds, ours = best(lambda: ours_replay(path, splits=args.splits, seed=SEED), args.repeat)
+        ours_seconds, ours = best(
+            lambda: ours_replay(path, splits=args.splits, seed=SEED), args.repeat
+        )
         order = np.argsort(readers)  # both sides sort readers by name
-        assert np.array_equal(rs_raw, raw[order]) and np.array_equal(rs_comp, comp[order])
+        assert np.array_equal(rs_raw, raw[order]) and np.array_equal(
+            rs_comp, comp[order]
+        )
         identical = theirs == ours
-        print(f"replay-audit computation, {args.splits} splits: ragscale {rs_arrays + rs_loop:.2f} s "  # noqa: T201
-              f"(.loc arrays {rs_arrays:.2f} s + loop {rs_loop:.2f} s), ours {ours_seconds:.3f} s "
-              f"(read + arrays + replay): {(rs_arrays + rs_loop) / ours_seconds:.0f}x; identical numbers: {identical}")
+        print(
+            f"replay-audit computation, {args.splits} splits: ragscale {rs_arrays + rs_loop:.2f} s "  # noqa: T201
+            f"(.loc arrays {rs_arrays:.2f} s + loop {rs_loop:.2f} s), ours {ours_seconds:.3f} s "
+            f"(read + arrays + replay): {(rs_arrays + rs_loop) / ours_seconds:.0f}x; identical numbers: {identical}"
+        )
         if not identical:
             print(f"  ragscale {theirs}\n  ours     {ours}")  # noqa: T201
 
@@ -215,10 +294,20 @@ def main(argv: list[str] | None = None) -> None:
         low, high = 500, args.splits
         t_low, _ = best(lambda: ragscale_replay(raw, comp, splits=low, seed=SEED), 1)
         t_high = rs_loop
-        ours_low, _ = best(lambda: split_replay(raw, comp, splits=low, seed=SEED), args.repeat)
-        ours_high, _ = best(lambda: split_replay(raw, comp, splits=high, seed=SEED), args.repeat)
-        wall_low = min(_wall(lambda: split_replay(raw, comp, splits=low, seed=SEED)) for _ in range(args.repeat))
-        wall_high = min(_wall(lambda: split_replay(raw, comp, splits=high, seed=SEED)) for _ in range(args.repeat))
+        ours_low, _ = best(
+            lambda: split_replay(raw, comp, splits=low, seed=SEED), args.repeat
+        )
+        ours_high, _ = best(
+            lambda: split_replay(raw, comp, splits=high, seed=SEED), args.repeat
+        )
+        wall_low = min(
+            _wall(lambda: split_replay(raw, comp, splits=low, seed=SEED))
+            for _ in range(args.repeat)
+        )
+        wall_high = min(
+            _wall(lambda: split_replay(raw, comp, splits=high, seed=SEED))
+            for _ in range(args.repeat)
+        )
         rs_wall_low = _wall(lambda: ragscale_replay(raw, comp, splits=low, seed=SEED))
         rs_wall_high = _wall(lambda: ragscale_replay(raw, comp, splits=high, seed=SEED))
         wall_ours = (wall_high - wall_low) / (high - low)
@@ -227,15 +316,25 @@ def main(argv: list[str] | None = None) -> None:
         ours_marginal = (ours_high - ours_low) / (high - low)
         from analysis.replay import permutations
 
-        perm_high, _ = best(lambda: permutations(np.random.default_rng(1), N, high), args.repeat + 2)
-        perm_low, _ = best(lambda: permutations(np.random.default_rng(1), N, low), args.repeat + 2)
-        perm = (perm_high - perm_low) / (high - low) * high  # same slope method as the replays
-        print(f"marginal cost per split: ragscale {rs_marginal * 1e6:.0f} us, ours {ours_marginal * 1e6:.1f} us "  # noqa: T201
-              f"({rs_marginal / ours_marginal:.0f}x); the permutations alone cost {perm / high * 1e6:.1f} us per split, "
-              f"so ragscale's loop costs {rs_marginal / (perm / high):.0f}x one permutation here "
-              f"(the ceiling for any implementation that reproduces its splits)")
-        print(f"  same by wall clock (the next batch's permutations are drawn on a second thread): "  # noqa: T201
-              f"ragscale {wall_theirs * 1e6:.0f} us, ours {wall_ours * 1e6:.1f} us ({wall_theirs / wall_ours:.0f}x)")
+        perm_high, _ = best(
+            lambda: permutations(np.random.default_rng(1), N, high), args.repeat + 2
+        )
+        perm_low, _ = best(
+            lambda: permutations(np.random.default_rng(1), N, low), args.repeat + 2
+        )
+        perm = (
+            (perm_high - perm_low) / (high - low) * high
+        )  # same slope method as the replays
+        print(
+            f"marginal cost per split: ragscale {rs_marginal * 1e6:.0f} us, ours {ours_marginal * 1e6:.1f} us "  # noqa: T201
+            f"({rs_marginal / ours_marginal:.0f}x); the permutations alone cost {perm / high * 1e6:.1f} us per split, "
+            f"so ragscale's loop costs {rs_marginal / (perm / high):.0f}x one permutation here "
+            f"(the ceiling for any implementation that reproduces its splits)"
+        )
+        print(
+            f"  same by wall clock (the next batch's permutations are drawn on a second thread): "  # noqa: T201
+            f"ragscale {wall_theirs * 1e6:.0f} us, ours {wall_ours * 1e6:.1f} us ({wall_theirs / wall_ours:.0f}x)"
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -46,7 +46,10 @@ def read_family_csv(path: str | Path) -> list[tuple[str, str]]:
         missing = [name for name in COLUMNS if name not in (reader.fieldnames or [])]
         if missing:
             raise InputError(
-                f"missing column(s) {', '.join(missing)}", file=str(path), line=1, column=missing[0]
+                f"missing column(s) {', '.join(missing)}",
+                file=str(path),
+                line=1,
+                column=missing[0],
             )
         for row in reader:
             line = reader.line_num
@@ -54,7 +57,9 @@ def read_family_csv(path: str | Path) -> list[tuple[str, str]]:
             family = (row["family"] or "").strip()
             for column, value in (("reader_model", model), ("family", family)):
                 if not value:
-                    raise InputError("empty value", file=str(path), line=line, column=column)
+                    raise InputError(
+                        "empty value", file=str(path), line=line, column=column
+                    )
             if model in seen:
                 raise InputError(
                     f"duplicate reader_model (first at line {seen[model]})",
@@ -91,4 +96,6 @@ def load_families(
             ("reader_model", "family", "source", "source_file_sha256"),
             [(model, family, source, digest) for model, family in rows],
         )
-    return FamilyLoadResult(source, len(rows), len({family for _, family in rows}), digest)
+    return FamilyLoadResult(
+        source, len(rows), len({family for _, family in rows}), digest
+    )

@@ -31,7 +31,7 @@ def export_parquet(
         target = root / schema / f"{table}.parquet"
         target.parent.mkdir(parents=True, exist_ok=True)
         con.execute(
-            f"copy (select * from \"{schema}\".\"{table}\") to '{_quote(target)}' "
+            f'copy (select * from "{schema}"."{table}") to \'{_quote(target)}\' '
             "(format parquet, compression zstd)"
         )
         count = con.execute(f'select count(*) from "{schema}"."{table}"').fetchone()[0]

@@ -17,15 +17,63 @@ from warehouse.errors import WarehouseError
 def _counts(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by both commands: counts, seed, gap and thresholds."""
     options = [
-        click.option("--seed", type=int, default=20260821, show_default=True, help="Seed of every resampling and split sequence."),
-        click.option("--gap", type=float, default=0.05, show_default=True, help="Minimum raw upgrade (0.05 = 5pp)."),
-        click.option("--draws", type=int, default=5000, show_default=True, help="Family-by-row draws (retention, errors-in-variables)."),
-        click.option("--splits", type=int, default=5000, show_default=True, help="Row splits (flips, McNemar, held-out endpoints, screen)."),
-        click.option("--null-draws", type=int, default=200, show_default=True, help="Draws per null."),
-        click.option("--null-splits", type=int, default=250, show_default=True, help="Splits per null draw."),
-        click.option("--no-nulls", is_flag=True, help="Skip the two order-preserving nulls."),
-        click.option("--sensitivity", is_flag=True, help="Add gap 0.02/0.10, tie-rule and McNemar-filter replays."),
-        click.option("--threshold", type=float, default=0.75, show_default=True, help="Retention alert threshold (declared pair, screen)."),
+        click.option(
+            "--seed",
+            type=int,
+            default=20260821,
+            show_default=True,
+            help="Seed of every resampling and split sequence.",
+        ),
+        click.option(
+            "--gap",
+            type=float,
+            default=0.05,
+            show_default=True,
+            help="Minimum raw upgrade (0.05 = 5pp).",
+        ),
+        click.option(
+            "--draws",
+            type=int,
+            default=5000,
+            show_default=True,
+            help="Family-by-row draws (retention, errors-in-variables).",
+        ),
+        click.option(
+            "--splits",
+            type=int,
+            default=5000,
+            show_default=True,
+            help="Row splits (flips, McNemar, held-out endpoints, screen).",
+        ),
+        click.option(
+            "--null-draws",
+            type=int,
+            default=200,
+            show_default=True,
+            help="Draws per null.",
+        ),
+        click.option(
+            "--null-splits",
+            type=int,
+            default=250,
+            show_default=True,
+            help="Splits per null draw.",
+        ),
+        click.option(
+            "--no-nulls", is_flag=True, help="Skip the two order-preserving nulls."
+        ),
+        click.option(
+            "--sensitivity",
+            is_flag=True,
+            help="Add gap 0.02/0.10, tie-rule and McNemar-filter replays.",
+        ),
+        click.option(
+            "--threshold",
+            type=float,
+            default=0.75,
+            show_default=True,
+            help="Retention alert threshold (declared pair, screen).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -78,17 +126,45 @@ def _print_audits(run: Any) -> None:  # noqa: ANN401
             ]
         )
     if rows:
-        print_table(["Panel", "Readers", "Rows", "Endpoint retention", "Excess flips", "Reversed/eligible", "Warnings"], rows, title="Audited panels")
+        print_table(
+            [
+                "Panel",
+                "Readers",
+                "Rows",
+                "Endpoint retention",
+                "Excess flips",
+                "Reversed/eligible",
+                "Warnings",
+            ],
+            rows,
+            title="Audited panels",
+        )
     if run.pairs:
         print_table(
             ["Metric", "Raw upgrade", "Compressed upgrade", "Retention", "Outcome"],
-            [[p.metric, _fmt(p.raw_upgrade), _fmt(p.compressed_upgrade), _fmt(p.upgrade_retention, suffix="%"), p.outcome] for _, p in run.pairs],
+            [
+                [
+                    p.metric,
+                    _fmt(p.raw_upgrade),
+                    _fmt(p.compressed_upgrade),
+                    _fmt(p.upgrade_retention, suffix="%"),
+                    p.outcome,
+                ]
+                for _, p in run.pairs
+            ],
             title=f"{run.pairs[0][1].current_reader} -> {run.pairs[0][1].candidate_reader}",
         )
     for key, _, selection in run.selections:
         print_table(
             ["Method", "Accuracy", "Interval"],
-            [[m.method, _fmt(m.accuracy, suffix="%"), f"[{_fmt(m.interval.low, suffix='%')}, {_fmt(m.interval.high, suffix='%')}]"] for m in selection.methods],
+            [
+                [
+                    m.method,
+                    _fmt(m.accuracy, suffix="%"),
+                    f"[{_fmt(m.interval.low, suffix='%')}, {_fmt(m.interval.high, suffix='%')}]",
+                ]
+                for m in selection.methods
+            ],
             title=key,
         )
     for message in run.messages:
@@ -96,22 +172,81 @@ def _print_audits(run: Any) -> None:  # noqa: ANN401
 
 
 @click.command("audit")
-@click.option("--panel", "panels", multiple=True, help="Panel id or name (repeatable; default: every panel).")
-@click.option("--current", help="Declared pair: the current reader (ragscale `run` figures).")
+@click.option(
+    "--panel",
+    "panels",
+    multiple=True,
+    help="Panel id or name (repeatable; default: every panel).",
+)
+@click.option(
+    "--current", help="Declared pair: the current reader (ragscale `run` figures)."
+)
 @click.option("--candidate", help="Declared pair: the candidate reader.")
-@click.option("--metric-order", help="Comma-separated metrics; the pair bootstrap seed is --seed + the metric's index (ragscale's rule). Default: alphabetical.")
-@click.option("--hint-field", "hint_fields", multiple=True, help="Slice field for declared pairs (repeatable; default question_type, difficulty).")
-@click.option("--pair-draws", type=int, default=2000, show_default=True, help="Row-bootstrap draws for the declared pair.")
-@click.option("--baseline", help="Context selection: the method (policy@budget) differences are taken against (default: the raw policy).")
-@click.option("--stratify-by", help="Context selection: resample questions within this fct_outcomes column.")
-@click.option("--cluster-by", help="Context selection: resample whole clusters of this fct_outcomes column.")
-@click.option("--selection-seed", type=int, default=5768, show_default=True, help="Context selection bootstrap seed.")
-@click.option("--output", "-o", type=click.Path(file_okay=False), help="Folder for summary.json, REPORT.md and report.html.")
-@click.option("--no-write", is_flag=True, help="Compute and print only; leave analysis.* untouched.")
+@click.option(
+    "--metric-order",
+    help="Comma-separated metrics; the pair bootstrap seed is --seed + the metric's index (ragscale's rule). Default: alphabetical.",
+)
+@click.option(
+    "--hint-field",
+    "hint_fields",
+    multiple=True,
+    help="Slice field for declared pairs (repeatable; default question_type, difficulty).",
+)
+@click.option(
+    "--pair-draws",
+    type=int,
+    default=2000,
+    show_default=True,
+    help="Row-bootstrap draws for the declared pair.",
+)
+@click.option(
+    "--baseline",
+    help="Context selection: the method (policy@budget) differences are taken against (default: the raw policy).",
+)
+@click.option(
+    "--stratify-by",
+    help="Context selection: resample questions within this fct_outcomes column.",
+)
+@click.option(
+    "--cluster-by",
+    help="Context selection: resample whole clusters of this fct_outcomes column.",
+)
+@click.option(
+    "--selection-seed",
+    type=int,
+    default=5768,
+    show_default=True,
+    help="Context selection bootstrap seed.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(file_okay=False),
+    help="Folder for summary.json, REPORT.md and report.html.",
+)
+@click.option(
+    "--no-write",
+    is_flag=True,
+    help="Compute and print only; leave analysis.* untouched.",
+)
 @_counts
 @click.pass_context
 @error_handler
-def audit(ctx: click.Context, panels: tuple[str, ...], current: str | None, candidate: str | None, metric_order: str | None, hint_fields: tuple[str, ...], baseline: str | None, stratify_by: str | None, cluster_by: str | None, selection_seed: int, output: str | None, no_write: bool, **values: Any) -> None:
+def audit(
+    ctx: click.Context,
+    panels: tuple[str, ...],
+    current: str | None,
+    candidate: str | None,
+    metric_order: str | None,
+    hint_fields: tuple[str, ...],
+    baseline: str | None,
+    stratify_by: str | None,
+    cluster_by: str | None,
+    selection_seed: int,
+    output: str | None,
+    no_write: bool,
+    **values: Any,
+) -> None:
     """Audit panels from the marts: retention, bootstraps, flips, nulls, EIV, McNemar.
 
     Reads marts.dim_panels / panel_cells read-only, computes every statistic of
@@ -133,7 +268,9 @@ def audit(ctx: click.Context, panels: tuple[str, ...], current: str | None, cand
             settings=_settings(values),
             current=current,
             candidate=candidate,
-            metric_order=[m.strip() for m in metric_order.split(",")] if metric_order else None,
+            metric_order=[m.strip() for m in metric_order.split(",")]
+            if metric_order
+            else None,
             hint_fields=hint_fields or DEFAULT_HINT_FIELDS,
             output=output,
             write_tables_=not no_write,
@@ -147,18 +284,33 @@ def audit(ctx: click.Context, panels: tuple[str, ...], current: str | None, cand
         progress.finish()
     _print_audits(run)
     if run.rows_written:
-        console.print(f"Wrote {run.rows_written} statistics to analysis.statistics in {path}")
+        console.print(
+            f"Wrote {run.rows_written} statistics to analysis.statistics in {path}"
+        )
     if run.paths:
         console.print(f"Audit written to {Path(run.paths['summary']).parent}")
 
 
 @click.command("replay-audit")
-@click.option("--input", "input_path", required=True, type=click.Path(dir_okay=False), help="ragscale paired_scores.csv (or records.jsonl).")
+@click.option(
+    "--input",
+    "input_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="ragscale paired_scores.csv (or records.jsonl).",
+)
 @click.option("--metric", help="Metric to audit when the file holds several.")
-@click.option("--output", "-o", type=click.Path(file_okay=False), help="Folder for summary.json, REPORT.md, report.html (default: print the report).")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(file_okay=False),
+    help="Folder for summary.json, REPORT.md, report.html (default: print the report).",
+)
 @_counts
 @error_handler
-def replay_audit(input_path: str, metric: str | None, output: str | None, **values: Any) -> None:
+def replay_audit(
+    input_path: str, metric: str | None, output: str | None, **values: Any
+) -> None:
     """ragscale's replay-audit on its own file, with no warehouse, plus every audit statistic.
 
     summary.json carries ragscale's result fields under their own names at the
@@ -169,11 +321,19 @@ def replay_audit(input_path: str, metric: str | None, output: str | None, **valu
 
     progress = RichProgress()
     try:
-        run = replay_audit_file(input_path, metric=metric, settings=_settings(values), output=output, progress=progress)
+        run = replay_audit_file(
+            input_path,
+            metric=metric,
+            settings=_settings(values),
+            output=output,
+            progress=progress,
+        )
     finally:
         progress.finish()
     if output is None:
-        console.print(markdown_report(run.document, run.audits), markup=False, highlight=False)
+        console.print(
+            markdown_report(run.document, run.audits), markup=False, highlight=False
+        )
         return
     replay = run.audits[0].replay
     console.print(f"Audit written to {output}")

@@ -14,7 +14,9 @@ from ragledger.cli.console import RichProgress, console, errors
 
 
 @click.command("ragscale")
-@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument(
+    "directory", type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
 @click.option(
     "--dataset",
     "dataset_file",
@@ -27,7 +29,9 @@ from ragledger.cli.console import RichProgress, console, errors
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="paired_scores.csv or records.jsonl (default: whichever the folder has).",
 )
-@click.option("--replace", is_flag=True, help="Swap a dataset already loaded from other files.")
+@click.option(
+    "--replace", is_flag=True, help="Swap a dataset already loaded from other files."
+)
 @click.pass_context
 @error_handler
 def ragscale_command(
@@ -62,7 +66,9 @@ def ragscale_command(
 
 @click.command("families")
 @click.argument(
-    "csv_file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+    "csv_file",
+    required=False,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
 )
 @click.pass_context
 @error_handler

@@ -73,14 +73,19 @@ def export_group() -> None:
 )
 @click.pass_context
 @error_handler
-def export_parquet_command(ctx: click.Context, directory: Path, schemas: tuple[str, ...]) -> None:
+def export_parquet_command(
+    ctx: click.Context, directory: Path, schemas: tuple[str, ...]
+) -> None:
     """Write every table of the chosen schemas to DIRECTORY/<schema>/<table>.parquet."""
     con = warehouse.connect(database_path(ctx), read_only=True)
     try:
         written = export_parquet(con, directory, schemas=schemas)
     finally:
         con.close()
-    rows = [(f"{schema}.{table}", count, str(path)) for schema, table, count, path in written]
+    rows = [
+        (f"{schema}.{table}", count, str(path))
+        for schema, table, count, path in written
+    ]
     print_table(["table", "rows", "file"], rows)
 
 

@@ -19,7 +19,16 @@ def make_panel(raw, comp, readers=None, families=None, metric="em"):
     m, n = raw.shape
     readers = readers or tuple(f"r{k:02d}" for k in range(m))
     families = families or tuple(f"f{k % 3}" for k in range(m))
-    return PanelArrays("p1", "toy | em | raw -> comp", metric, raw, comp, tuple(readers), tuple(f"i{k:03d}" for k in range(n)), tuple(families))
+    return PanelArrays(
+        "p1",
+        "toy | em | raw -> comp",
+        metric,
+        raw,
+        comp,
+        tuple(readers),
+        tuple(f"i{k:03d}" for k in range(n)),
+        tuple(families),
+    )
 
 
 def strict(document):
@@ -36,19 +45,28 @@ def panel():
 
 
 def test_same_inputs_and_seed_give_byte_identical_summary(panel, tmp_path):
-    first = write_folder(tmp_path / "a", summary([audit_panel(panel, SMALL)]), [audit_panel(panel, SMALL)])
+    first = write_folder(
+        tmp_path / "a",
+        summary([audit_panel(panel, SMALL)]),
+        [audit_panel(panel, SMALL)],
+    )
     again = audit_panel(panel, SMALL)
     second = write_folder(tmp_path / "b", summary([again]), [again])
     assert first["summary"].read_bytes() == second["summary"].read_bytes()
     html = first["html"].read_text()
     assert html.count("data:image/png;base64,") == 4
-    assert "Rescue and damage" in first["report"].read_text() or "Rescue" in first["report"].read_text()
+    assert (
+        "Rescue and damage" in first["report"].read_text()
+        or "Rescue" in first["report"].read_text()
+    )
 
 
 def test_another_seed_changes_the_intervals(panel):
     a = audit_panel(panel, SMALL)
     b = audit_panel(panel, AuditSettings(**{**SMALL.__dict__, "seed": 7}))
-    assert a.endpoint.retention == b.endpoint.retention  # the point estimate does not move
+    assert (
+        a.endpoint.retention == b.endpoint.retention
+    )  # the point estimate does not move
     assert a.retention_family_row.interval != b.retention_family_row.interval
     assert a.split.flips.excess_interval != b.split.flips.excess_interval
 
@@ -60,11 +78,23 @@ def test_stat_rows_have_reasons_for_undefined(panel):
 
 
 DEGENERATE = {
-    "one reader": lambda: (np.array([[1, 0, 1, 1, 0, 1]], float), np.array([[1, 1, 1, 0, 0, 1]], float), None),
+    "one reader": lambda: (
+        np.array([[1, 0, 1, 1, 0, 1]], float),
+        np.array([[1, 1, 1, 0, 0, 1]], float),
+        None,
+    ),
     "one family": lambda: (*binary_panel(m=5, n=40, seed=2)[:2], ("same",) * 5),
     "identical scores": lambda: (np.ones((4, 10)), np.ones((4, 10)), None),
-    "raw gap below threshold": lambda: (np.tile(np.array([1, 0, 1, 0, 1, 0, 1, 0, 1, 0], float), (3, 1)), np.eye(3, 10), None),
-    "fewer than four rows": lambda: (np.array([[1, 0, 1], [0, 0, 1], [1, 1, 1]], float), np.array([[0, 0, 1], [1, 0, 1], [1, 1, 0]], float), None),
+    "raw gap below threshold": lambda: (
+        np.tile(np.array([1, 0, 1, 0, 1, 0, 1, 0, 1, 0], float), (3, 1)),
+        np.eye(3, 10),
+        None,
+    ),
+    "fewer than four rows": lambda: (
+        np.array([[1, 0, 1], [0, 0, 1], [1, 1, 1]], float),
+        np.array([[0, 0, 1], [1, 0, 1], [1, 1, 0]], float),
+        None,
+    ),
     "F1 scores": lambda: (*continuous_panel(m=5, n=30, seed=3)[:2], None),
 }
 
@@ -86,11 +116,32 @@ def test_degenerate_panels_give_nulls_with_reasons(case):
         nulls = {n["kind"]: n for n in document["panels"][0]["nulls"]}
         assert nulls["independent-uniform"]["null_excess_median"] is None
         assert "0/1" in nulls["independent-uniform"]["null_excess_median_reason"]
+
     # every null number carries a reason beside it
     def walk(node):
         if isinstance(node, dict):
             for key, value in node.items():
-                if value is None and not key.endswith("_reason") and key not in ("modal_pair", "modal_triplet", "mcnemar", "crossfit_resolution", "screen", "difference", "difference_interval", "rescue_homogeneity", "damage_homogeneity", "rescue_share", "raw_correct_damage", "seed", "declared_pair", "question_type"):
+                if (
+                    value is None
+                    and not key.endswith("_reason")
+                    and key
+                    not in (
+                        "modal_pair",
+                        "modal_triplet",
+                        "mcnemar",
+                        "crossfit_resolution",
+                        "screen",
+                        "difference",
+                        "difference_interval",
+                        "rescue_homogeneity",
+                        "damage_homogeneity",
+                        "rescue_share",
+                        "raw_correct_damage",
+                        "seed",
+                        "declared_pair",
+                        "question_type",
+                    )
+                ):
                     assert f"{key}_reason" in node or "reasons" in node, (case, key)
                 walk(value)
         elif isinstance(node, list):
@@ -106,7 +157,10 @@ def test_row_exchangeable_null_keeps_row_counts():
     for draw in arrays:
         for value in (0.0, 1.0):
             group = raw == value
-            assert np.array_equal(np.where(group, draw, 0).sum(axis=0), np.where(group, comp, 0).sum(axis=0))
+            assert np.array_equal(
+                np.where(group, draw, 0).sum(axis=0),
+                np.where(group, comp, 0).sum(axis=0),
+            )
 
 
 def test_independent_uniform_null_keeps_raw_and_pooled_rates():
@@ -121,10 +175,19 @@ def test_independent_uniform_null_keeps_raw_and_pooled_rates():
 def test_sensitivity_replays(panel):
     settings = AuditSettings(**{**SMALL.__dict__, "sensitivity": True, "nulls": False})
     audit = audit_panel(panel, settings)
-    assert set(audit.sensitivity) == {"gap=0.02", "gap=0.10", "ties=exclude", "ties=raw-adverse", "mcnemar-filter"}
+    assert set(audit.sensitivity) == {
+        "gap=0.02",
+        "gap=0.10",
+        "ties=exclude",
+        "ties=raw-adverse",
+        "mcnemar-filter",
+    }
     names = {row.statistic for row in audit.stat_rows()}
     assert "median_excess_flips[gap=0.10]" in names
-    assert audit.sensitivity["gap=0.02"].median_eligible_pairs >= audit.sensitivity["gap=0.10"].median_eligible_pairs
+    assert (
+        audit.sensitivity["gap=0.02"].median_eligible_pairs
+        >= audit.sensitivity["gap=0.10"].median_eligible_pairs
+    )
 
 
 def test_settings_are_validated():

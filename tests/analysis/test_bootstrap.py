@@ -24,7 +24,11 @@ def loop_retention(raw, comp, families, draws, seed, gap=0.05):
     rows = rng.integers(0, n, size=(draws, n))
     kept = []
     for k in range(draws):
-        readers = list(range(m)) if families is None else [r for r in range(m) if codes[r] in picks[k]]
+        readers = (
+            list(range(m))
+            if families is None
+            else [r for r in range(m) if codes[r] in picks[k]]
+        )
         mu_raw = raw[np.ix_(readers, rows[k])].mean(axis=1)
         mu_comp = comp[np.ix_(readers, rows[k])].mean(axis=1)
         weak, strong = int(np.argmin(mu_raw)), int(np.argmax(mu_raw))
@@ -49,7 +53,9 @@ def test_retention_bootstrap_continuous_close_to_loop():
     got = retention_bootstrap(raw, comp, families, draws=80, seed=1)
     want, used = loop_retention(raw, comp, families, 80, 1)
     assert got.draws_used == used
-    assert np.allclose([got.interval.low, got.interval.high], [want.low, want.high], rtol=0, atol=1e-12)
+    assert np.allclose(
+        [got.interval.low, got.interval.high], [want.low, want.high], rtol=0, atol=1e-12
+    )
 
 
 def test_endpoint_ties_go_to_the_first_reader_name():
@@ -68,7 +74,9 @@ def test_exact_mcnemar_equals_binomtest():
     b = np.array([b for total in range(1, 60) for b in range(total + 1)])
     c = np.array([total - b for total in range(1, 60) for b in range(total + 1)])
     got = exact_pvalues(b, c)
-    want = [binomtest(int(x), int(x + y), 0.5).pvalue for x, y in zip(b, c, strict=True)]
+    want = [
+        binomtest(int(x), int(x + y), 0.5).pvalue for x, y in zip(b, c, strict=True)
+    ]
     assert got.tolist() == want
     assert exact_pvalues(np.array(0), np.array(0)) == 1.0
 
@@ -114,10 +122,14 @@ def test_clustered_draws_keep_clusters_whole():
     weights = cluster_counts(np.random.default_rng(1), clusters, 300)
     for label in np.unique(clusters):
         members = weights[:, clusters == label]
-        assert (members == members[:, :1]).all()  # every member drawn as often as the cluster
+        assert (
+            members == members[:, :1]
+        ).all()  # every member drawn as often as the cluster
     sizes = np.bincount(clusters)
     assert set(np.unique(weights.sum(axis=1))) <= {float(s) for s in range(0, 40)}
-    assert weights.sum(axis=1).mean() == pytest.approx(sizes.mean() * len(sizes), rel=0.1)
+    assert weights.sum(axis=1).mean() == pytest.approx(
+        sizes.mean() * len(sizes), rel=0.1
+    )
 
 
 def test_counts_from_indices():

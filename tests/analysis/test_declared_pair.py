@@ -24,10 +24,18 @@ def results(example_dir, published):
     source = read_ragscale_file(example_dir / "paired_scores.csv")
     out = {}
     for index, metric in enumerate(METRICS):
-        panel = panel_from_ragscale(source, metric, hint_fields=published["dataset"]["hint_fields"])
-        data = pair_input_from_panel(panel, published["comparison"]["current"], published["comparison"]["candidate"])
+        panel = panel_from_ragscale(
+            source, metric, hint_fields=published["dataset"]["hint_fields"]
+        )
+        data = pair_input_from_panel(
+            panel,
+            published["comparison"]["current"],
+            published["comparison"]["candidate"],
+        )
         # ragscale's rule: seed = run seed + metric index, 2,000 draws, one index matrix for all four arrays
-        out[metric] = declared_pair(data, seed=RUN_SEED + index, draws=2000, gap=0.05, threshold=0.75).to_dict()
+        out[metric] = declared_pair(
+            data, seed=RUN_SEED + index, draws=2000, gap=0.05, threshold=0.75
+        ).to_dict()
     return out
 
 
@@ -36,10 +44,14 @@ def test_every_published_field_is_equal(results, published, metric):
     want = next(m for m in published["metrics"] if m["metric"] == metric)
     got = results[metric]
     for key, value in want.items():
-        if key == "panel":  # two readers: ragscale writes null, we audit the panel separately
+        if (
+            key == "panel"
+        ):  # two readers: ragscale writes null, we audit the panel separately
             continue
         if key == "slices":  # ours add a retention_reason beside each null retention
-            assert [{k: s[k] for k in w} for s, w in zip(got[key], value, strict=True)] == value
+            assert [
+                {k: s[k] for k in w} for s, w in zip(got[key], value, strict=True)
+            ] == value
             continue
         assert got[key] == value, key
 
@@ -73,4 +85,7 @@ def test_exact_mcnemar_on_the_pair(results, example_dir):
     b = panel.reader_index("meta-llama/llama-3.3-70b-instruct")
     wins_a = int(np.sum(panel.raw[a] > panel.raw[b]))
     wins_b = int(np.sum(panel.raw[b] > panel.raw[a]))
-    assert results["exact_match"]["raw_mcnemar_p"] == binomtest(wins_a, wins_a + wins_b, 0.5).pvalue
+    assert (
+        results["exact_match"]["raw_mcnemar_p"]
+        == binomtest(wins_a, wins_a + wins_b, 0.5).pvalue
+    )

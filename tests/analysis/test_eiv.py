@@ -15,7 +15,10 @@ def by_hand(raw, comp):
     """Appendix A.4 in exact rational arithmetic, one sum at a time."""
     m, n = len(raw), len(raw[0])
     R = [[Fraction(x) for x in row] for row in raw]
-    D = [[Fraction(c) - Fraction(x) for x, c in zip(rr, cr, strict=True)] for rr, cr in zip(raw, comp, strict=True)]
+    D = [
+        [Fraction(c) - Fraction(x) for x, c in zip(rr, cr, strict=True)]
+        for rr, cr in zip(raw, comp, strict=True)
+    ]
     a = [sum(row) / n for row in R]
     d = [sum(row) / n for row in D]
     abar, dbar = sum(a) / m, sum(d) / m
@@ -24,7 +27,9 @@ def by_hand(raw, comp):
     M12 = sum((x - abar) * (y - dbar) for x, y in zip(a, d, strict=True)) / (m - 1)
 
     def S(X, xm, Y, ym, r, s):
-        return sum((X[r][k] - xm[r]) * (Y[s][k] - ym[s]) for k in range(n)) / (n * (n - 1))
+        return sum((X[r][k] - xm[r]) * (Y[s][k] - ym[s]) for k in range(n)) / (
+            n * (n - 1)
+        )
 
     def t(X, xm, Y, ym):
         # tr(H S) / (m - 1), H = I - 11'/m
@@ -35,7 +40,13 @@ def by_hand(raw, comp):
     m11 = M11 - t(R, a, R, a)
     m22 = M22 - t(D, d, D, d)
     m12 = M12 - t(R, a, D, d)
-    return float(m11), float(m22), float(m12), float(m12) / (float(m11) * float(m22)) ** 0.5, float(m12 / m11)
+    return (
+        float(m11),
+        float(m22),
+        float(m12),
+        float(m12) / (float(m11) * float(m22)) ** 0.5,
+        float(m12 / m11),
+    )
 
 
 RAW = [[1, 1, 0, 1, 1, 0], [0, 1, 0, 0, 1, 0], [1, 1, 1, 1, 1, 0]]
@@ -113,7 +124,9 @@ def test_corrected_estimate_is_closer_to_truth_than_naive():
     naive, corrected = np.array(naive), np.array(corrected)
     assert np.isfinite(corrected).all()
     assert abs(corrected.mean() - rho) < abs(naive.mean() - rho)  # less bias
-    assert np.mean(np.abs(corrected - rho)) < np.mean(np.abs(naive - rho))  # smaller error
+    assert np.mean(np.abs(corrected - rho)) < np.mean(
+        np.abs(naive - rho)
+    )  # smaller error
 
 
 def test_two_readers_are_undefined_with_reason():

@@ -19,7 +19,16 @@ GAP = 0.05
 def test_null_replay_equals_plain_loop(kind):
     raw, comp, *_ = binary_panel(m=6, n=80, seed=3)
     draws, splits, seed = 12, 30, 99
-    got = null_replay(raw, comp, kind=kind, observed_excess=0.1, observed_both_half=0.05, draws=draws, splits=splits, seed=seed)
+    got = null_replay(
+        raw,
+        comp,
+        kind=kind,
+        observed_excess=0.1,
+        observed_both_half=0.05,
+        draws=draws,
+        splits=splits,
+        seed=seed,
+    )
     rng = np.random.default_rng(seed)
     perms = [rng.permutation(80) for _ in range(splits)]  # the splits first
     arrays = null_arrays(rng, raw, comp, kind, draws)  # then the draws (one batch)
@@ -49,7 +58,10 @@ def test_null_replay_equals_plain_loop(kind):
         excess.append(np.median(split_excess))
         both.append(np.median(split_both))
     want = percentile_interval(np.array(excess))
-    assert (got.null_excess_interval.low, got.null_excess_interval.high) == (want.low, want.high)
+    assert (got.null_excess_interval.low, got.null_excess_interval.high) == (
+        want.low,
+        want.high,
+    )
     assert got.null_both_half_median == np.median(both)
     assert got.excess_exceeds_share == np.mean(np.array(excess) < 0.1)
 
@@ -90,7 +102,13 @@ def test_headroom_bootstrap_equals_plain_loop():
     values = []
     for k in range(30):
         readers = [r for f in picks[k] for r in np.flatnonzero(codes == f)]
-        values.append(eiv_point(raw[np.ix_(readers, rows[k])], comp[np.ix_(readers, rows[k])], headroom=True).r_clipped)
+        values.append(
+            eiv_point(
+                raw[np.ix_(readers, rows[k])],
+                comp[np.ix_(readers, rows[k])],
+                headroom=True,
+            ).r_clipped
+        )
     want = percentile_interval(np.array(values))
     assert got.interval.low == pytest.approx(want.low, abs=1e-10)
     assert got.interval.high == pytest.approx(want.high, abs=1e-10)

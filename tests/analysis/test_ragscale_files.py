@@ -48,7 +48,13 @@ def write_panel_csv(path, raw, comp, readers, families, metric="exact_match"):
 @pytest.fixture(scope="module")
 def panel_csv(tmp_path_factory):
     raw, comp, readers, families = binary_panel(m=20, n=200, seed=9)
-    path = write_panel_csv(tmp_path_factory.mktemp("rs") / "paired_scores.csv", raw, comp, readers, families)
+    path = write_panel_csv(
+        tmp_path_factory.mktemp("rs") / "paired_scores.csv",
+        raw,
+        comp,
+        readers,
+        families,
+    )
     return path, raw, comp
 
 
@@ -62,7 +68,19 @@ def test_file_panel_arrays_match_the_simulation(panel_csv):
 
 def test_replay_audit_reports_ragscale_fields_plus_ours(panel_csv, tmp_path):
     path, raw, comp = panel_csv
-    result = CliRunner().invoke(main, ["replay-audit", "--input", str(path), "--output", str(tmp_path / "out"), "--seed", "3", *FAST])
+    result = CliRunner().invoke(
+        main,
+        [
+            "replay-audit",
+            "--input",
+            str(path),
+            "--output",
+            str(tmp_path / "out"),
+            "--seed",
+            "3",
+            *FAST,
+        ],
+    )
     assert result.exit_code == 0, result.output
     document = json.loads((tmp_path / "out" / "summary.json").read_text())
     for key in (
@@ -81,13 +99,25 @@ def test_replay_audit_reports_ragscale_fields_plus_ours(panel_csv, tmp_path):
 
 
 def test_replay_audit_on_the_bundled_run_prints_a_report(example_dir):
-    result = CliRunner().invoke(main, ["replay-audit", "--input", str(example_dir / "paired_scores.csv"), "--metric", "exact_match", *FAST])
+    result = CliRunner().invoke(
+        main,
+        [
+            "replay-audit",
+            "--input",
+            str(example_dir / "paired_scores.csv"),
+            "--metric",
+            "exact_match",
+            *FAST,
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "observed pair comparison" in result.output
 
 
 def test_several_metrics_need_a_choice(example_dir):
-    result = CliRunner().invoke(main, ["replay-audit", "--input", str(example_dir / "paired_scores.csv"), *FAST])
+    result = CliRunner().invoke(
+        main, ["replay-audit", "--input", str(example_dir / "paired_scores.csv"), *FAST]
+    )
     assert result.exit_code == 1
     assert "several metrics" in result.output and "token_f1" in result.output
 
@@ -96,20 +126,55 @@ def test_records_jsonl_reads_the_same(tmp_path, example_dir):
     rows = list(csv.DictReader((example_dir / "paired_scores.csv").open()))
     jsonl = tmp_path / "records.jsonl"
     jsonl.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
-    a = replay_audit_file(example_dir / "paired_scores.csv", metric="judge_match", settings=AuditSettings(draws=50, splits=50, nulls=False))
-    b = replay_audit_file(jsonl, metric="judge_match", settings=AuditSettings(draws=50, splits=50, nulls=False))
-    assert a.document["panel"]["input_fingerprint"] == b.document["panel"]["input_fingerprint"]
+    a = replay_audit_file(
+        example_dir / "paired_scores.csv",
+        metric="judge_match",
+        settings=AuditSettings(draws=50, splits=50, nulls=False),
+    )
+    b = replay_audit_file(
+        jsonl,
+        metric="judge_match",
+        settings=AuditSettings(draws=50, splits=50, nulls=False),
+    )
+    assert (
+        a.document["panel"]["input_fingerprint"]
+        == b.document["panel"]["input_fingerprint"]
+    )
 
 
 @pytest.mark.parametrize(
     ("change", "message", "line"),
     [
-        (lambda rows: rows[3].update(raw_score="1.5"), "raw_score must contain finite scores in [0, 1]", 5),
-        (lambda rows: rows[3].update(raw_score=""), "raw_score must contain finite scores in [0, 1]", 5),
-        (lambda rows: rows.append(dict(rows[0])), "Duplicate example_id and reader keys", None),
-        (lambda rows: rows[1].update(compressed_artifact_hash="sha256:other"), "compressed_artifact_hash differs across readers", 3),
-        (lambda rows: rows[2].update(reader_family="other"), "multiple reader families", None),
-        (lambda rows: rows[4].update(raw_policy_id="other"), "exactly one raw_policy_id", None),
+        (
+            lambda rows: rows[3].update(raw_score="1.5"),
+            "raw_score must contain finite scores in [0, 1]",
+            5,
+        ),
+        (
+            lambda rows: rows[3].update(raw_score=""),
+            "raw_score must contain finite scores in [0, 1]",
+            5,
+        ),
+        (
+            lambda rows: rows.append(dict(rows[0])),
+            "Duplicate example_id and reader keys",
+            None,
+        ),
+        (
+            lambda rows: rows[1].update(compressed_artifact_hash="sha256:other"),
+            "compressed_artifact_hash differs across readers",
+            3,
+        ),
+        (
+            lambda rows: rows[2].update(reader_family="other"),
+            "multiple reader families",
+            None,
+        ),
+        (
+            lambda rows: rows[4].update(raw_policy_id="other"),
+            "exactly one raw_policy_id",
+            None,
+        ),
     ],
 )
 def test_bad_files_name_the_line_and_column(tmp_path, panel_csv, change, message, line):

@@ -40,7 +40,9 @@ def loop_replay(raw, comp, *, splits, seed, gap=GAP, tie_rule="strict"):
                 comp_rev += comp_t < 0
                 both += comp_t < 0 and sign * (cs[j] - cs[i]) < 0
         if eligible:
-            out.append((raw_rev / eligible, comp_rev / eligible, eligible, both / eligible))
+            out.append(
+                (raw_rev / eligible, comp_rev / eligible, eligible, both / eligible)
+            )
     a = np.array(out)
     excess = a[:, 1] - a[:, 0]
     return {
@@ -75,7 +77,9 @@ def test_split_replay_equals_plain_loop_on_20_readers(panel20, tie_rule):
 def test_both_half_reversals_equal_plain_loop(panel20):
     raw, comp, readers, families = panel20
     want = loop_replay(raw, comp, splits=60, seed=3)
-    got = split_audit(raw, comp, families, readers, splits=60, seed=3, parts=frozenset())
+    got = split_audit(
+        raw, comp, families, readers, splits=60, seed=3, parts=frozenset()
+    )
     assert got.both_half.median == want["both"]
 
 
@@ -83,7 +87,11 @@ def test_continuous_scores_equal_plain_loop():
     raw, comp, readers, families = continuous_panel(m=12, n=201, seed=5)
     want = loop_replay(raw, comp, splits=120, seed=9)
     got = split_replay(raw, comp, splits=120, seed=9)
-    assert (got.median_raw_rate, got.median_compressed_rate, got.median_excess) == (want["raw"], want["comp"], want["excess"])
+    assert (got.median_raw_rate, got.median_compressed_rate, got.median_excess) == (
+        want["raw"],
+        want["comp"],
+        want["excess"],
+    )
     assert (got.excess_interval.low, got.excess_interval.high) == want["interval"]
 
 
@@ -107,7 +115,9 @@ def test_ties_are_not_reversals():
 
 def test_mcnemar_resolution_equals_binomtest_loop():
     raw, comp, readers, families = binary_panel(m=7, n=120, seed=4)
-    got = split_audit(raw, comp, families, readers, splits=12, seed=8, parts=frozenset({"mcnemar"})).mcnemar
+    got = split_audit(
+        raw, comp, families, readers, splits=12, seed=8, parts=frozenset({"mcnemar"})
+    ).mcnemar
     rng = np.random.default_rng(8)
     m, n = raw.shape
     same, opposite = [], []
@@ -163,7 +173,9 @@ def test_mcnemar_filter_equals_loop():
 
 def test_held_out_endpoints_equal_loop():
     raw, comp, readers, families = binary_panel(m=9, n=150, seed=2)
-    got = split_audit(raw, comp, families, readers, splits=40, seed=5, parts=frozenset()).held_out
+    got = split_audit(
+        raw, comp, families, readers, splits=40, seed=5, parts=frozenset()
+    ).held_out
     rng = np.random.default_rng(5)
     values, pairs = [], []
     n = raw.shape[1]
@@ -195,7 +207,9 @@ def test_full_sample_counts():
 
 def test_three_reader_screen_never_says_safe(panel20):
     raw, comp, readers, families = panel20
-    screen = split_audit(raw, comp, families, readers, splits=50, seed=1, parts=frozenset({"screen"})).screen
+    screen = split_audit(
+        raw, comp, families, readers, splits=50, seed=1, parts=frozenset({"screen"})
+    ).screen
     assert 0 <= screen.false_reassurance_rate <= 1
     assert screen.modal_triplet is not None and len(set(screen.modal_triplet)) == 3
     assert "safe" not in str(screen.to_dict()).lower()

@@ -13,7 +13,9 @@ DENSE = np.array([[1, 1, 1], [1, 0, 0], [0, 0, 1]], float)
 
 
 def test_seed_average_per_question_first_and_range():
-    got = selection_accuracy({"bm25@512": BM25, "dense@512": DENSE}, baseline="bm25@512", draws=5, seed=5768)
+    got = selection_accuracy(
+        {"bm25@512": BM25, "dense@512": DENSE}, baseline="bm25@512", draws=5, seed=5768
+    )
     bm25, dense = got.methods
     # per question: bm25 (2/3, 0, 1) -> 5/9; dense (1, 1/3, 1/3) -> 5/9
     assert bm25.accuracy == pytest.approx(5 / 9, abs=1e-15)
@@ -24,24 +26,39 @@ def test_seed_average_per_question_first_and_range():
 
 
 def test_five_draw_bootstrap_equals_hand_computation():
-    got = selection_accuracy({"bm25@512": BM25, "dense@512": DENSE}, baseline="bm25@512", draws=5, seed=5768)
-    idx = np.random.default_rng(5768).integers(0, 3, size=(5, 3))  # the shared question draws
+    got = selection_accuracy(
+        {"bm25@512": BM25, "dense@512": DENSE}, baseline="bm25@512", draws=5, seed=5768
+    )
+    idx = np.random.default_rng(5768).integers(
+        0, 3, size=(5, 3)
+    )  # the shared question draws
     q_bm25 = BM25.mean(axis=1)
     q_dense = DENSE.mean(axis=1)
     acc_bm25 = [np.mean(q_bm25[row]) for row in idx]
     acc_dense = [np.mean(q_dense[row]) for row in idx]
     diff = [d - b for d, b in zip(acc_dense, acc_bm25, strict=True)]
     bm25, dense = got.methods
-    assert (bm25.interval.low, bm25.interval.high) == pytest.approx(tuple(np.percentile(acc_bm25, [2.5, 97.5])), abs=1e-15)
-    assert (dense.interval.low, dense.interval.high) == pytest.approx(tuple(np.percentile(acc_dense, [2.5, 97.5])), abs=1e-15)
-    assert (dense.difference_interval.low, dense.difference_interval.high) == pytest.approx(tuple(np.percentile(diff, [2.5, 97.5])), abs=1e-15)
+    assert (bm25.interval.low, bm25.interval.high) == pytest.approx(
+        tuple(np.percentile(acc_bm25, [2.5, 97.5])), abs=1e-15
+    )
+    assert (dense.interval.low, dense.interval.high) == pytest.approx(
+        tuple(np.percentile(acc_dense, [2.5, 97.5])), abs=1e-15
+    )
+    assert (
+        dense.difference_interval.low,
+        dense.difference_interval.high,
+    ) == pytest.approx(tuple(np.percentile(diff, [2.5, 97.5])), abs=1e-15)
 
 
 def test_stratified_and_clustered_run():
     strata = ["qa1", "qa1", "qa2"]
-    got = selection_accuracy({"a": BM25, "b": DENSE}, baseline="a", draws=50, strata=strata)
+    got = selection_accuracy(
+        {"a": BM25, "b": DENSE}, baseline="a", draws=50, strata=strata
+    )
     assert got.resampling == "stratified"
-    got = selection_accuracy({"a": BM25, "b": DENSE}, baseline="a", draws=50, clusters=[0, 0, 1])
+    got = selection_accuracy(
+        {"a": BM25, "b": DENSE}, baseline="a", draws=50, clusters=[0, 0, 1]
+    )
     assert got.resampling == "clustered"
     assert "NaN" not in str(got.to_dict())
 
@@ -58,7 +75,17 @@ def test_marts_rows_become_question_by_seed_matrices():
 
     table = {
         "item_id": ["q1", "q1", "q2", "q2", "q1", "q1", "q2", "q2", "q3"],
-        "policy_id": ["bm25", "bm25", "bm25", "bm25", "full", "full", "full", "full", "full"],
+        "policy_id": [
+            "bm25",
+            "bm25",
+            "bm25",
+            "bm25",
+            "full",
+            "full",
+            "full",
+            "full",
+            "full",
+        ],
         "policy_kind": ["selector"] * 4 + ["raw"] * 5,
         "budget_tokens": [512] * 4 + [0] * 5,
         "seed": [1, 2, 1, 2, 1, 2, 1, 2, 1],
@@ -66,7 +93,10 @@ def test_marts_rows_become_question_by_seed_matrices():
         "question_type": ["a", "a", "b", "b", "a", "a", "b", "b", "c"],
     }
     got = _selection_arrays("ds", "em", table, ["question_type"])
-    assert got.items == ("q1", "q2")  # q3 lacks a seed and the selector: left out, not imputed
+    assert got.items == (
+        "q1",
+        "q2",
+    )  # q3 lacks a seed and the selector: left out, not imputed
     assert got.dropped_items == 1
     assert got.raw_methods == ("full@0",)
     assert got.scores["bm25@512"].tolist() == [[1.0, 0.0], [1.0, 1.0]]

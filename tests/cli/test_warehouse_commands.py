@@ -41,7 +41,10 @@ def test_sql_is_read_only_and_errors_are_one_line(run):
     run("init")
     result = run("sql", "create table raw.x (a int)")
     assert result.exit_code == 1
-    assert result.output.startswith("Error: query failed:") and "read-only" in result.output
+    assert (
+        result.output.startswith("Error: query failed:")
+        and "read-only" in result.output
+    )
     result = run("sql", "select * from raw.nope")
     assert result.exit_code == 1 and "Error: query failed" in result.output
 
@@ -51,7 +54,9 @@ def test_bad_family_file_exits_nonzero_with_location(run, tmp_path):
     path.write_text("reader_model,family\nx,\n")
     result = run("ingest", "families", str(path))
     assert result.exit_code == 1
-    assert result.output.strip().splitlines() == [f"Error: {path}:2: column 'family': empty value"]
+    assert result.output.strip().splitlines() == [
+        f"Error: {path}:2: column 'family': empty value"
+    ]
 
 
 def _commands(group, prefix=()):

@@ -70,7 +70,9 @@ def test_readers_on_recomp_artifacts_form_a_verified_panel(loaded_db, tmp_path):
     assert all(digest == sha256_text(stored[item]) for item, digest in received)
     con.close()
 
-    result = dbt_runner.build(path, target_path=tmp_path / "target", log_path=tmp_path / "logs")
+    result = dbt_runner.build(
+        path, target_path=tmp_path / "target", log_path=tmp_path / "logs"
+    )
     assert result.ok, [problem.describe_rows() for problem in result.problems]
     marts = warehouse.connect(path, read_only=True)
     panels = marts.execute(

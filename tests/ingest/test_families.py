@@ -9,12 +9,26 @@ from ingest.families import DEFAULT_MAP, load_families, read_family_csv
 from warehouse.errors import InputError
 
 PAPER_HOTPOTQA_PANEL = [
-    "allenai/olmo-3.1-32b-instruct", "anthropic/claude-3.5-haiku", "bytedance-seed/seed-2.0-mini",
-    "cohere/command-r", "deepseek/deepseek-r1-distill-llama-70b", "google/gemma-3-12b-it",
-    "google/gemma-3-27b-it", "meta-llama/llama-3.1-8b-instruct", "meta-llama/llama-3.1-70b-instruct",
-    "meta-llama/llama-3.3-70b-instruct", "meta-llama/llama-4-scout", "microsoft/phi-4",
-    "openai/gpt-4.1-mini", "qwen/qwen-2.5-7b-instruct", "qwen/qwen-2.5-72b-instruct", "qwen/qwen3-8b",
-    "qwen/qwen3-14b", "qwen/qwen3-32b", "x-ai/grok-4.1-fast", "z-ai/glm-4-32b",
+    "allenai/olmo-3.1-32b-instruct",
+    "anthropic/claude-3.5-haiku",
+    "bytedance-seed/seed-2.0-mini",
+    "cohere/command-r",
+    "deepseek/deepseek-r1-distill-llama-70b",
+    "google/gemma-3-12b-it",
+    "google/gemma-3-27b-it",
+    "meta-llama/llama-3.1-8b-instruct",
+    "meta-llama/llama-3.1-70b-instruct",
+    "meta-llama/llama-3.3-70b-instruct",
+    "meta-llama/llama-4-scout",
+    "microsoft/phi-4",
+    "openai/gpt-4.1-mini",
+    "qwen/qwen-2.5-7b-instruct",
+    "qwen/qwen-2.5-72b-instruct",
+    "qwen/qwen3-8b",
+    "qwen/qwen3-14b",
+    "qwen/qwen3-32b",
+    "x-ai/grok-4.1-fast",
+    "z-ai/glm-4-32b",
 ]
 
 
@@ -41,15 +55,23 @@ def test_user_csv_overrides_only_its_rows(tmp_path):
         ("new/model", "newfam", "user"),
     ]
     load_families(con, user)  # reloading replaces, never duplicates
-    assert con.execute("select count(*) from raw.reader_families where source = 'user'").fetchone() == (2,)
+    assert con.execute(
+        "select count(*) from raw.reader_families where source = 'user'"
+    ).fetchone() == (2,)
 
 
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ("model,family\na,b\n", r"families.csv:1: column 'reader_model': missing column"),
+        (
+            "model,family\na,b\n",
+            r"families.csv:1: column 'reader_model': missing column",
+        ),
         ("reader_model,family\na,\n", r"families.csv:2: column 'family': empty value"),
-        ("reader_model,family\na,x\nb,y\na,z\n", r"families.csv:4: column 'reader_model': duplicate reader_model \(first at line 2\)"),
+        (
+            "reader_model,family\na,x\nb,y\na,z\n",
+            r"families.csv:4: column 'reader_model': duplicate reader_model \(first at line 2\)",
+        ),
     ],
 )
 def test_bad_family_csv_names_line_and_column(tmp_path, text, match):
@@ -64,4 +86,6 @@ def test_bad_family_csv_names_line_and_column(tmp_path, text, match):
 def test_default_map_file_is_well_formed():
     with open(DEFAULT_MAP, encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert all(row["reader_model"] == row["reader_model"].strip().lower() for row in rows)
+    assert all(
+        row["reader_model"] == row["reader_model"].strip().lower() for row in rows
+    )

@@ -29,7 +29,9 @@ TABLES = (
 
 
 def counts(con) -> dict[str, int]:
-    return {t: con.execute(f"select count(*) from raw.{t}").fetchone()[0] for t in TABLES}
+    return {
+        t: con.execute(f"select count(*) from raw.{t}").fetchone()[0] for t in TABLES
+    }
 
 
 @pytest.fixture()
@@ -63,14 +65,22 @@ def write_csv(path: Path, header: list[str], rows: list[dict[str, str]]) -> None
 def test_loads_every_item_reader_generation_and_score(loaded):
     con, result = loaded
     assert result.status == "loaded"
-    assert (result.items, result.readers, result.generations, result.scores) == (100, 2, 400, 1200)
+    assert (result.items, result.readers, result.generations, result.scores) == (
+        100,
+        2,
+        400,
+        1200,
+    )
     table = counts(con)
     # 98 items ship their passages (two could not be verified upstream), all 100 are scored
     assert table["items"] == 100 and table["pools"] == 98
     assert table["artifact_compilations"] == 200  # raw + compressed per item
     assert len(result.warnings) == 2 and all("absent" in w for w in result.warnings)
     kinds = dict(con.execute("select policy_id, kind from raw.policies").fetchall())
-    assert kinds == {"hotpotqa-distractor-10": "raw", "llm-summary:qwen/qwen3-14b": "compressor"}
+    assert kinds == {
+        "hotpotqa-distractor-10": "raw",
+        "llm-summary:qwen/qwen3-14b": "compressor",
+    }
 
 
 def test_reader_means_equal_the_published_summary(loaded, example_dir):
@@ -88,8 +98,12 @@ def test_reader_means_equal_the_published_summary(loaded, example_dir):
         metric = block["metric"]
         for role in ("current", "candidate"):
             reader = block[f"{role}_reader"]
-            assert means[(reader, raw, metric)] == pytest.approx(block[f"{role}_raw"], abs=1e-12)
-            assert means[(reader, comp, metric)] == pytest.approx(block[f"{role}_compressed"], abs=1e-12)
+            assert means[(reader, raw, metric)] == pytest.approx(
+                block[f"{role}_raw"], abs=1e-12
+            )
+            assert means[(reader, comp, metric)] == pytest.approx(
+                block[f"{role}_compressed"], abs=1e-12
+            )
 
 
 def test_stored_texts_hash_to_their_ids(loaded, example_dir):
@@ -141,12 +155,15 @@ def test_records_jsonl_loads_like_paired_scores(tmp_path, copy_of_example, loade
     assert other.execute(query).fetchall() == con.execute(query).fetchall()
 
 
-def test_changed_artifact_hash_for_one_reader_is_refused(tmp_path, copy_of_example, loaded):
+def test_changed_artifact_hash_for_one_reader_is_refused(
+    tmp_path, copy_of_example, loaded
+):
     con, _ = loaded
     before = counts(con)
     header, rows = read_csv(copy_of_example / "paired_scores.csv")
     target = next(
-        i for i, r in enumerate(rows)
+        i
+        for i, r in enumerate(rows)
         if r["example_id"] == "hpqa-0007" and r["reader"].startswith("meta-llama")
     )
     rows[target]["compressed_artifact_hash"] = "sha256:" + "0" * 64
@@ -158,7 +175,10 @@ def test_changed_artifact_hash_for_one_reader_is_refused(tmp_path, copy_of_examp
         load_ragscale(fresh, copy_of_example)
     message = str(error.value)
     assert "hpqa-0007" in message and "meta-llama/llama-3.3-70b-instruct" in message
-    assert "panel 'hotpotqa-demo-100 | exact_match | hotpotqa-distractor-10 -> llm-summary:qwen/qwen3-14b'" in message
+    assert (
+        "panel 'hotpotqa-demo-100 | exact_match | hotpotqa-distractor-10 -> llm-summary:qwen/qwen3-14b'"
+        in message
+    )
     assert f":{target + 2}:" in message  # the CSV line (header is line 1)
     assert "column 'compressed_artifact_hash'" in message
     assert counts(fresh) == fresh_before
@@ -167,7 +187,9 @@ def test_changed_artifact_hash_for_one_reader_is_refused(tmp_path, copy_of_examp
     assert counts(con) == before
 
 
-def test_manifest_text_that_does_not_match_its_hash_is_refused(tmp_path, copy_of_example):
+def test_manifest_text_that_does_not_match_its_hash_is_refused(
+    tmp_path, copy_of_example
+):
     path = copy_of_example / "artifact_manifest.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()
     row = json.loads(lines[3])
@@ -175,7 +197,10 @@ def test_manifest_text_that_does_not_match_its_hash_is_refused(tmp_path, copy_of
     lines[3] = json.dumps(row)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     con = warehouse.connect(tmp_path / "w.duckdb")
-    with pytest.raises(InputError, match=r"artifact_manifest.jsonl:4: record hpqa-0003: column 'compressed_artifact_hash'"):
+    with pytest.raises(
+        InputError,
+        match=r"artifact_manifest.jsonl:4: record hpqa-0003: column 'compressed_artifact_hash'",
+    ):
         load_ragscale(con, copy_of_example)
     assert counts(con)["items"] == 0
 
@@ -188,14 +213,19 @@ def test_manifest_text_that_does_not_match_its_hash_is_refused(tmp_path, copy_of
         ("raw_score", "high", "is not a number"),
     ],
 )
-def test_bad_scores_name_line_and_column(tmp_path, copy_of_example, column, value, problem):
+def test_bad_scores_name_line_and_column(
+    tmp_path, copy_of_example, column, value, problem
+):
     header, rows = read_csv(copy_of_example / "paired_scores.csv")
     rows[10][column] = value
     write_csv(copy_of_example / "paired_scores.csv", header, rows)
     con = warehouse.connect(tmp_path / "w.duckdb")
     with pytest.raises(InputError) as error:
         load_ragscale(con, copy_of_example)
-    assert f"paired_scores.csv:12: record {rows[10]['example_id']}: column '{column}': score" in str(error.value)
+    assert (
+        f"paired_scores.csv:12: record {rows[10]['example_id']}: column '{column}': score"
+        in str(error.value)
+    )
     assert problem in str(error.value)
     assert counts(con)["scores"] == 0
 
@@ -204,14 +234,20 @@ def test_duplicate_and_missing_columns_are_refused(tmp_path, copy_of_example):
     header, rows = read_csv(copy_of_example / "paired_scores.csv")
     write_csv(copy_of_example / "paired_scores.csv", header, [*rows, rows[5]])
     con = warehouse.connect(tmp_path / "w.duckdb")
-    with pytest.raises(InputError, match=r":602: .*duplicate example_id, reader and metric \(first at line 7\)"):
+    with pytest.raises(
+        InputError,
+        match=r":602: .*duplicate example_id, reader and metric \(first at line 7\)",
+    ):
         load_ragscale(con, copy_of_example)
     write_csv(
         copy_of_example / "paired_scores.csv",
         [h for h in header if h != "reader_family"],
         [{k: v for k, v in r.items() if k != "reader_family"} for r in rows],
     )
-    with pytest.raises(InputError, match=r"paired_scores.csv:1: column 'reader_family': missing required column"):
+    with pytest.raises(
+        InputError,
+        match=r"paired_scores.csv:1: column 'reader_family': missing required column",
+    ):
         load_ragscale(con, copy_of_example)
 
 
@@ -222,7 +258,9 @@ def test_other_files_for_a_loaded_dataset_need_replace(copy_of_example, loaded):
         if row["example_id"] == "hpqa-0001" and row["metric"] == "exact_match":
             row["raw_score"] = "1.0" if row["raw_score"] == "0.0" else "0.0"
     write_csv(copy_of_example / "paired_scores.csv", header, rows)
-    with pytest.raises(WarehouseError, match="already loaded from other files; pass --replace"):
+    with pytest.raises(
+        WarehouseError, match="already loaded from other files; pass --replace"
+    ):
         load_ragscale(con, copy_of_example)
     result = load_ragscale(con, copy_of_example, replace=True)
     assert result.status == "replaced"

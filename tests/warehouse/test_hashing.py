@@ -11,14 +11,20 @@ from warehouse.hashing import canonical_json, sha256_file, sha256_json, sha256_t
 
 def test_sha256_text_is_prefixed_hex_of_utf8():
     text = "Zürich — 東京"
-    assert sha256_text(text) == "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert (
+        sha256_text(text)
+        == "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    )
 
 
 def test_sha256_text_matches_ragscale_manifest(example_dir):
     # ragscale: compressed_artifact_hash = "sha256:" + sha256(UTF-8 text)
     with open(example_dir / "artifact_manifest.jsonl", encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
-    assert all(sha256_text(r["compressed_evidence"]) == r["compressed_artifact_hash"] for r in rows)
+    assert all(
+        sha256_text(r["compressed_evidence"]) == r["compressed_artifact_hash"]
+        for r in rows
+    )
 
 
 def test_canonical_json_ignores_key_order_and_keeps_unicode():

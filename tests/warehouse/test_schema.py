@@ -10,7 +10,9 @@ from warehouse.errors import WarehouseError
 def test_connect_applies_every_migration_once(tmp_path):
     path = tmp_path / "w.duckdb"
     con = warehouse.connect(path)
-    applied = con.execute("select version from raw.schema_migrations order by 1").fetchall()
+    applied = con.execute(
+        "select version from raw.schema_migrations order by 1"
+    ).fetchall()
     assert [v for (v,) in applied] == [v for v, _ in schema.migration_files()]
     assert schema.schema_version(con) == schema.SCHEMA_VERSION
     assert warehouse.migrate(con) == []  # nothing pending
@@ -23,7 +25,9 @@ def test_connect_applies_every_migration_once(tmp_path):
 def test_edited_migration_is_refused(tmp_path, monkeypatch):
     folder = tmp_path / "migrations"
     folder.mkdir()
-    (folder / "0001_a.sql").write_text("create schema if not exists raw; create table raw.t (x int);")
+    (folder / "0001_a.sql").write_text(
+        "create schema if not exists raw; create table raw.t (x int);"
+    )
     monkeypatch.setattr(schema, "MIGRATIONS_DIR", folder)
     con = warehouse.connect(":memory:", migrate=False)
     assert schema.migrate(con) == ["0001_a.sql"]
@@ -35,15 +39,22 @@ def test_edited_migration_is_refused(tmp_path, monkeypatch):
 def test_failed_migration_leaves_no_trace(tmp_path, monkeypatch):
     folder = tmp_path / "migrations"
     folder.mkdir()
-    (folder / "0001_a.sql").write_text("create schema if not exists raw; create table raw.t (x int);")
-    (folder / "0002_b.sql").write_text("create table raw.u (x int); select * from missing_table;")
+    (folder / "0001_a.sql").write_text(
+        "create schema if not exists raw; create table raw.t (x int);"
+    )
+    (folder / "0002_b.sql").write_text(
+        "create table raw.u (x int); select * from missing_table;"
+    )
     monkeypatch.setattr(schema, "MIGRATIONS_DIR", folder)
     con = warehouse.connect(":memory:", migrate=False)
     with pytest.raises(Exception, match="missing_table"):
         schema.migrate(con)
-    tables = {name for (name,) in con.execute(
-        "select table_name from information_schema.tables where table_schema = 'raw'"
-    ).fetchall()}
+    tables = {
+        name
+        for (name,) in con.execute(
+            "select table_name from information_schema.tables where table_schema = 'raw'"
+        ).fetchall()
+    }
     assert "t" in tables and "u" not in tables
     assert schema.schema_version(con) == 1
 
@@ -63,6 +74,8 @@ def test_default_path_follows_environment(monkeypatch, tmp_path):
 def test_transaction_rolls_back_on_error():
     con = warehouse.connect(":memory:")
     with pytest.raises(RuntimeError), warehouse.transaction(con):
-        con.execute("insert into raw.reader_families (reader_model, family, source) values ('m', 'f', 'user')")
+        con.execute(
+            "insert into raw.reader_families (reader_model, family, source) values ('m', 'f', 'user')"
+        )
         raise RuntimeError("boom")
     assert con.execute("select count(*) from raw.reader_families").fetchone() == (0,)

@@ -19,3 +19,12 @@ EXAMPLE = REPO / "data" / "examples" / "ragscale-openrouter-hotpotqa"
 def example_dir() -> Path:
     """The bundled ragscale run (100 HotpotQA items, two hosted readers)."""
     return EXAMPLE
+
+
+# CI replays the same property-test examples every run (derandomized); local runs
+# keep exploring new ones.
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")

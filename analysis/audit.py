@@ -9,6 +9,7 @@ one transaction and, when asked, the folder with ``summary.json``,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -785,7 +786,7 @@ def audit_warehouse(
         ):
             if not outcomes.items:
                 messages.append(
-                    f"selection {outcomes.dataset_id} / {outcomes.metric}: no question is scored at every seed by every method"
+                    f"selection {outcomes.dataset_id} / {outcomes.metric} / {outcomes.reader_id}: no question is scored at every seed by every method"
                 )
                 continue
             base = (
@@ -798,7 +799,8 @@ def audit_warehouse(
                 strata=outcomes.groups.get(stratify_by) if stratify_by else None,
                 clusters=outcomes.groups.get(cluster_by) if cluster_by else None,
             )  # fmt: skip
-            key = f"selection:{outcomes.dataset_id}:{outcomes.metric}"
+            key = f"selection:{outcomes.dataset_id}:{outcomes.metric}:{outcomes.reader_id}"
+            result = dataclasses.replace(result, label=key)
             selections.append((key, outcomes.fingerprint(), result))
             if outcomes.dropped_items:
                 messages.append(

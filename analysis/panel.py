@@ -326,10 +326,15 @@ def _scalar(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class SelectionOutcomes:
-    """Selector x budget outcomes of one dataset and metric: ``questions x seeds`` each."""
+    """One reader's selector x budget outcomes on one dataset and metric.
+
+    ``scores[method]`` is ``questions x seeds``. Methods are compared within a
+    reader (the CoRA-Bench protocol); each reader gets its own comparison.
+    """
 
     dataset_id: str
     metric: str
+    reader_id: str
     items: tuple[str, ...]
     seeds: tuple[int, ...]
     scores: Mapping[str, np.ndarray]
@@ -344,6 +349,7 @@ class SelectionOutcomes:
                 [
                     self.dataset_id,
                     self.metric,
+                    self.reader_id,
                     list(self.items),
                     list(self.seeds),
                     sorted(self.scores),
@@ -362,6 +368,9 @@ def read_selection_outcomes(
 ) -> list[SelectionOutcomes]:
     """Datasets with selector outcomes, as per-method ``questions x seeds`` matrices.
 
+    One entry per dataset x metric x reader: scores of different readers are never
+    mixed in one matrix.
+
     Methods are ``policy_id@budget_tokens`` for selectors plus the dataset's raw
     policies (``@0``). Only questions scored at every seed by every method are
     kept (the count dropped is reported); nothing is imputed.
@@ -371,13 +380,15 @@ def read_selection_outcomes(
         outcomes = con.table("fct_outcomes", database="marts")
         selector_keys = (
             outcomes.filter(outcomes.policy_kind == "selector")
-            .select("dataset_id", "metric")
+            .select("dataset_id", "metric", "reader_id")
             .distinct()
             .to_pyarrow()
             .to_pylist()
         )
         found = []
-        for key in sorted(selector_keys, key=lambda k: (k["dataset_id"], k["metric"])):
+        for key in sorted(
+            selector_keys, key=lambda k: (k["dataset_id"], k["metric"], k["reader_id"])
+        ):
             columns = [
                 "item_id",
                 "policy_id",
@@ -391,6 +402,7 @@ def read_selection_outcomes(
                 outcomes.filter(
                     (outcomes.dataset_id == key["dataset_id"])
                     & (outcomes.metric == key["metric"])
+                    & (outcomes.reader_id == key["reader_id"])
                     & outcomes.policy_kind.isin(["selector", "raw"])
                 )
                 .select(*columns, *extra)
@@ -398,7 +410,9 @@ def read_selection_outcomes(
                 .to_pydict()
             )
             found.append(
-                _selection_arrays(key["dataset_id"], key["metric"], table, extra)
+                _selection_arrays(
+                    key["dataset_id"], key["metric"], table, extra, key["reader_id"]
+                )
             )
     finally:
         con.disconnect()
@@ -406,7 +420,11 @@ def read_selection_outcomes(
 
 
 def _selection_arrays(
-    dataset_id: str, metric: str, table: Mapping[str, list[Any]], extra: Sequence[str]
+    dataset_id: str,
+    metric: str,
+    table: Mapping[str, list[Any]],
+    extra: Sequence[str],
+    reader_id: str = "",
 ) -> SelectionOutcomes:
     methods = [
         f"{policy}@{budget}"
@@ -450,6 +468,7 @@ def _selection_arrays(
     return SelectionOutcomes(
         dataset_id=dataset_id,
         metric=metric,
+        reader_id=reader_id,
         items=tuple(complete),
         seeds=seeds,
         scores=scores,

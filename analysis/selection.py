@@ -61,6 +61,8 @@ class SelectionResult(ResultMixin):
     seed: int | None
     methods: list[MethodAccuracy]
     reasons: Mapping[str, str] = field(default_factory=dict)
+    #: what was compared, e.g. ``selection:<dataset>:<metric>:<reader>``
+    label: str = ""
 
     def stat_rows(self) -> list[StatRow]:
         rows = []

@@ -32,6 +32,7 @@ litellm), ``family``, ``api_base``, ``api_key_env``, ``parameters``
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import tomllib
 from collections.abc import Mapping
@@ -67,7 +68,7 @@ class ReaderSpec:
     """One reader: what to call, how, and with which prompt.
 
     ``config_hash`` = sha256 of the canonical JSON of what defines the reader
-    (id, model, backend, family, parameters, prompt hash). Where it is served
+    (id, model, backend, family, parameters but the seed, prompt hash). Where it is served
     (``api_base``) and the key's variable name are recorded but not hashed: the
     same model behind a new port is the same reader. A key's value is never
     recorded.
@@ -105,7 +106,18 @@ class ReaderSpec:
         identity = dict(self.config)
         identity.pop("api_base")
         identity.pop("api_key_env")
+        # the seed belongs to each call (it is in the call key), not to the
+        # reader: one reader answers under several seeds
+        identity["parameters"] = {
+            key: value for key, value in identity["parameters"].items() if key != "seed"
+        }
         return sha256_json(identity)
+
+    def with_seed(self, seed: int) -> ReaderSpec:
+        """The same reader calling with ``seed``."""
+        return dataclasses.replace(
+            self, params=dataclasses.replace(self.params, seed=seed)
+        )
 
     def make_backend(self) -> Backend:
         return make_backend(

@@ -407,6 +407,7 @@ def replay(
     *,
     items: Sequence[str] | None = None,
     limit: int | None = None,
+    seeds: Sequence[int] | None = None,
     metrics: Sequence[str] = DEFAULT_METRICS,
     concurrency: int = 4,
     retry: RetryPolicy = DEFAULT_RETRY,
@@ -423,6 +424,9 @@ def replay(
         raise WarehouseError("concurrency must be at least 1")
     if not readers:
         raise WarehouseError("give at least one reader")
+    if seeds:
+        # every reader answers once per seed; the seed is part of each call key
+        readers = [reader.with_seed(int(seed)) for reader in readers for seed in seeds]
     clock = time.perf_counter()
     refused: list[str] = []
     rows = load_evidence(
@@ -435,6 +439,8 @@ def replay(
     calls, reused = plan_calls(con, readers, rows, retry_empty=retry_empty)
     backends: dict[str, Backend] = {}
     for reader in readers:
+        if reader.reader_id in backends:
+            continue
         if any(call.reader.reader_id == reader.reader_id for call in calls):
             backend = reader.make_backend()
             check = getattr(backend, "check", None)

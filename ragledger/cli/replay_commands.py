@@ -40,6 +40,11 @@ def _split(value: str | None) -> list[str]:
 @click.option("--limit", type=int, help="Only the first N items (by item id).")
 @click.option("--items", help="Comma-separated item ids to run.")
 @click.option(
+    "--seeds",
+    help="Comma-separated seeds: every reader answers once per seed (default: the "
+    "seed in the reader's parameters).",
+)
+@click.option(
     "--metrics",
     default="exact_match,token_f1,contains",
     show_default=True,
@@ -81,6 +86,7 @@ def replay_command(
     config_path: Path | None,
     limit: int | None,
     items: str | None,
+    seeds: str | None,
     metrics: str,
     judge_id: str | None,
     concurrency: int,
@@ -116,6 +122,10 @@ def replay_command(
         rate_limit_retries=rate_limit_retries,
         backoff_base_s=backoff,
     )
+    try:
+        seed_values = [int(seed) for seed in _split(seeds)] or None
+    except ValueError as error:
+        raise WarehouseError(f"--seeds must be integers: {seeds!r}") from error
     con = warehouse.connect(database_path(ctx))
     try:
         summary = replay(
@@ -125,6 +135,7 @@ def replay_command(
             _split(evidence),
             items=_split(items) or None,
             limit=limit,
+            seeds=seed_values,
             metrics=_split(metrics),
             concurrency=concurrency,
             retry=retry,

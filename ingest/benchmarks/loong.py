@@ -35,8 +35,8 @@ from ingest.benchmarks.base import (
     Record,
     Slice,
     answers,
+    build_items,
     build_load,
-    check_unique,
     make_span,
     read_jsonl,
     records,
@@ -163,16 +163,17 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
         for record in rows
         if _kept(record)
     ]
-    check_unique(keyed, "id")
-    chosen = slice_.select(keyed, lambda pair: pair[1], file=str(path))
     folder = document_folder(path)
-    progress.start(len(chosen), NAME)
-    items, read_files = [], {}
-    for record, item_id in chosen:
-        record.named(item_id)
-        items.append(_item(record, item_id, folder, path, read_files))
-        progress.advance(1)
-    progress.finish()
+    read_files: dict[Path, Path] = {}  # evidence files read, in first-read order
+    items = build_items(
+        keyed,
+        "id",
+        slice_,
+        lambda record, item_id: _item(record, item_id, folder, path, read_files),
+        path=path,
+        name=NAME,
+        progress=progress,
+    )
     return build_load(
         NAME,
         path,

@@ -37,8 +37,8 @@ from ingest.benchmarks.base import (
     Record,
     Slice,
     answers,
+    build_items,
     build_load,
-    check_unique,
     mention_spans,
     read_json,
     titled,
@@ -80,16 +80,17 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
         for index, entry in enumerate(data["Data"])
     ]
     keyed = [(record, record.text("QuestionId")) for record in rows]
-    check_unique(keyed, "QuestionId")
-    chosen = slice_.select(keyed, lambda pair: pair[1], file=str(path))
     folder = evidence_folder(path)
-    progress.start(len(chosen), NAME)
-    items, read_files = [], {}
-    for record, item_id in chosen:
-        record.named(item_id)
-        items.append(_item(record, item_id, folder, path, read_files))
-        progress.advance(1)
-    progress.finish()
+    read_files: dict[Path, Path] = {}  # evidence files read, in first-read order
+    items = build_items(
+        keyed,
+        "QuestionId",
+        slice_,
+        lambda record, item_id: _item(record, item_id, folder, path, read_files),
+        path=path,
+        name=NAME,
+        progress=progress,
+    )
     return build_load(
         NAME,
         path,

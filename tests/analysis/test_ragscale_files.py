@@ -215,7 +215,7 @@ def test_incomplete_footprint_is_intersected_not_imputed(tmp_path, panel_csv):
     assert "dropped" in panel.info["warnings"][0]
 
 
-def _same_panel(a, b):
+def assert_same_panel(a, b):
     for name in a.__dataclass_fields__:
         x, y = getattr(a, name), getattr(b, name)
         if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
@@ -229,12 +229,14 @@ def test_columnar_route_equals_the_exact_route(example_dir, metric):
     path = example_dir / "paired_scores.csv"
     fast = _columnar_panel(path, metric, None)
     assert fast is not None
-    _same_panel(panel_from_ragscale(read_ragscale_file(path), metric), fast)
+    assert_same_panel(panel_from_ragscale(read_ragscale_file(path), metric), fast)
 
 
 def test_columnar_route_on_the_simulated_panel(panel_csv):
     path, *_ = panel_csv
-    _same_panel(panel_from_ragscale(read_ragscale_file(path)), read_panel_csv(path))
+    assert_same_panel(
+        panel_from_ragscale(read_ragscale_file(path)), read_panel_csv(path)
+    )
 
 
 def test_bad_file_still_names_its_line_through_the_fast_reader(tmp_path, panel_csv):

@@ -20,7 +20,7 @@ from tests.ingest.test_benchmark_open_domain import _nq, _pages, _trivia, _trivi
 from warehouse.errors import InputError
 
 
-def _refused(con, name, path, pattern):
+def assert_refused(con, name, path, pattern):
     before = counts(con)
     with pytest.raises(InputError, match=pattern) as error:
         ingest_benchmark(con, name, path)
@@ -34,11 +34,11 @@ def test_nq_open(tmp_path):
         {"id": "a", "question": "q", "answer": ["x"]},
         {"id": "a", "question": "r", "answer": ["y"]},
     ]
-    _refused(
+    assert_refused(
         con, "nq-open", _nq(tmp_path, rows), r"record #2: column 'id': duplicate id 'a'"
     )
     rows = [{"question": "q", "answer": ["x"]}, {"answer": ["y"]}]
-    _refused(
+    assert_refused(
         con,
         "nq-open",
         _nq(tmp_path, rows),
@@ -53,7 +53,7 @@ def test_triviaqa(tmp_path):
     con = warehouse.connect(":memory:")
     data = _trivia_data()
     data["Data"][1]["QuestionId"] = "tc_1"
-    _refused(
+    assert_refused(
         con,
         "triviaqa",
         _trivia(tmp_path, data, _pages()),
@@ -61,20 +61,22 @@ def test_triviaqa(tmp_path):
     )
     data = _trivia_data()
     del data["Data"][1]["Answer"]["Value"]
-    _refused(
+    assert_refused(
         con,
         "triviaqa",
         _trivia(tmp_path, data, _pages()),
         r"record #2 \(tc_2\): column 'Answer.Value'",
     )
-    _refused(con, "triviaqa", _trivia(tmp_path, {"data": []}, {}), r"column 'Data'")
+    assert_refused(
+        con, "triviaqa", _trivia(tmp_path, {"data": []}, {}), r"column 'Data'"
+    )
 
 
 def test_longmemeval(tmp_path):
     con = warehouse.connect(":memory:")
     records = _lme_records()
     records[2]["question_id"] = "q1"
-    _refused(
+    assert_refused(
         con,
         "longmemeval",
         _lme_write(tmp_path, records),
@@ -82,7 +84,7 @@ def test_longmemeval(tmp_path):
     )
     records = _lme_records()
     del records[2]["haystack_sessions"]
-    _refused(
+    assert_refused(
         con,
         "longmemeval",
         _lme_write(tmp_path, records),
@@ -99,13 +101,13 @@ def test_babilong(tmp_path):
         {"id": "x", "input": "t", "question": "Where?", "target": "kitchen"},
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
-    _refused(
+    assert_refused(
         con, "babilong", path, r"1k.jsonl:2: record #2: column 'id': duplicate id 'x'"
     )
     del rows[1]["target"]
     rows[1]["id"] = "y"
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
-    _refused(
+    assert_refused(
         con, "babilong", path, r":2: record #2 \(y\): column 'target': missing field"
     )
     path.write_text(json.dumps(rows[0]) + "\n", encoding="utf-8")
@@ -120,11 +122,13 @@ def test_nolima(tmp_path):
     needles = json.loads(path.read_text())
     needles[1]["id"] = "0401"
     path.write_text(json.dumps(needles), encoding="utf-8")
-    _refused(con, "nolima", path, r"record #2: column 'id': duplicate id '0401'")
+    assert_refused(con, "nolima", path, r"record #2: column 'id': duplicate id '0401'")
     needles[1]["id"] = "0402"
     del needles[0]["needle"]
     path.write_text(json.dumps(needles), encoding="utf-8")
-    _refused(con, "nolima", path, r"record #1 \(0401\): column 'needle': missing field")
+    assert_refused(
+        con, "nolima", path, r"record #1 \(0401\): column 'needle': missing field"
+    )
 
 
 def test_loong(tmp_path):
@@ -135,7 +139,7 @@ def test_loong(tmp_path):
     path.write_text(
         "\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8"
     )
-    _refused(
+    assert_refused(
         con, "loong", path, r"loong.jsonl:2: record #2: column 'id': duplicate id 'dup'"
     )
     rows[1]["id"] = "other"
@@ -143,7 +147,7 @@ def test_loong(tmp_path):
     path.write_text(
         "\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8"
     )
-    _refused(
+    assert_refused(
         con, "loong", path, r":2: record #2 \(other\): column 'doc': missing field"
     )
     rows[1]["doc"] = []

@@ -33,6 +33,9 @@ from warehouse import transaction
 from warehouse.errors import WarehouseError
 from warehouse.hashing import canonical_json, sha256_text
 from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.raw_tables import policy_row, register_policies
+from warehouse.raw_tables import write as write_rows
+from warehouse.runs import finish_run, start_run
 from warehouse.tokens import TOKENIZER
 
 
@@ -70,23 +73,24 @@ class _Item:
 
 
 def register_policy(con: duckdb.DuckDBPyConnection, policy: Policy) -> None:
-    """Insert the policy row, or check the stored one has the same config hash."""
+    """Register the policy (raw.policies' register rule), or check the stored one
+    has the same config hash."""
     row = con.execute(
         "select config_hash from raw.policies where policy_id = ?", [policy.policy_id]
     ).fetchone()
     if row is None:
         with transaction(con):
-            con.execute(
-                "insert into raw.policies (policy_id, kind, name, version, config_json, "
-                "config_hash, description) values (?, ?, ?, ?, ?, ?, ?)",
+            register_policies(
+                con,
                 [
-                    policy.policy_id,
-                    policy.kind,
-                    policy.name,
-                    policy.version,
-                    canonical_json(policy.config),
-                    policy.config_hash,
-                    policy.spec.description,
+                    policy_row(
+                        policy.policy_id,
+                        policy.kind,
+                        policy.config,
+                        name=policy.name,
+                        version=policy.version,
+                        description=policy.spec.description,
+                    )
                 ],
             )
         return
@@ -253,15 +257,18 @@ def _store(
     run_id: str,
 ) -> None:
     artifact_hash = sha256_text(evidence.text)
-    con.execute(
-        "insert into raw.artifacts (artifact_hash, text, token_count, tokenizer, char_count) "
-        "values (?, ?, ?, ?, ?) on conflict do nothing",
+    write_rows(
+        con,
+        "raw.artifacts",
+        ("artifact_hash", "text", "token_count", "tokenizer", "char_count"),
         [
-            artifact_hash,
-            evidence.text,
-            evidence.selected_tokens,
-            TOKENIZER,
-            len(evidence.text),
+            (
+                artifact_hash,
+                evidence.text,
+                evidence.selected_tokens,
+                TOKENIZER,
+                len(evidence.text),
+            )
         ],
     )
     kept = (
@@ -276,31 +283,50 @@ def _store(
         "config_hash": policy.config_hash,
         **evidence.metadata,
     }
-    con.execute(
-        "insert into raw.artifact_compilations (dataset_id, item_id, policy_id, "
-        "budget_tokens, artifact_hash, pool_id, raw_evidence_hash, source_tokens, "
-        "kept_spans_json, producer_model, producer_version, producer_endpoint, "
-        "producer_tokens, latency_ms, cost_usd, metadata_json, run_id, source_file_sha256) "
-        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    write_rows(
+        con,
+        "raw.artifact_compilations",
+        (
+            "dataset_id",
+            "item_id",
+            "policy_id",
+            "budget_tokens",
+            "artifact_hash",
+            "pool_id",
+            "raw_evidence_hash",
+            "source_tokens",
+            "kept_spans_json",
+            "producer_model",
+            "producer_version",
+            "producer_endpoint",
+            "producer_tokens",
+            "latency_ms",
+            "cost_usd",
+            "metadata_json",
+            "run_id",
+            "source_file_sha256",
+        ),
         [
-            dataset_id,
-            item.item_id,
-            policy.policy_id,
-            budget_tokens,
-            artifact_hash,
-            item.pool_id,
-            raw_hash,
-            evidence.source_tokens,
-            None if kept is None else json.dumps(kept),
-            evidence.producer_model,
-            evidence.producer_version,
-            evidence.producer_endpoint,
-            evidence.producer_tokens,
-            evidence.latency_ms,
-            evidence.cost_usd,
-            canonical_json(metadata),
-            run_id,
-            item.source_file_sha256,
+            (
+                dataset_id,
+                item.item_id,
+                policy.policy_id,
+                budget_tokens,
+                artifact_hash,
+                item.pool_id,
+                raw_hash,
+                evidence.source_tokens,
+                None if kept is None else json.dumps(kept),
+                evidence.producer_model,
+                evidence.producer_version,
+                evidence.producer_endpoint,
+                evidence.producer_tokens,
+                evidence.latency_ms,
+                evidence.cost_usd,
+                canonical_json(metadata),
+                run_id,
+                item.source_file_sha256,
+            )
         ],
     )
     metrics = evidence_metrics(
@@ -310,30 +336,48 @@ def _store(
         selected_tokens=evidence.selected_tokens,
         source_tokens=evidence.source_tokens,
     )
-    con.execute(
-        "insert or replace into raw.artifact_evidence (dataset_id, item_id, policy_id, budget_tokens, "
-        "artifact_hash, provenance, source_tokens, selected_tokens, compression_ratio, "
-        "is_clipped, gold_spans, spans_kept, span_recall, spans_survived, "
-        "verbatim_survival, evidence_recall, run_id) "
-        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    write_rows(
+        con,
+        "raw.artifact_evidence",
+        (
+            "dataset_id",
+            "item_id",
+            "policy_id",
+            "budget_tokens",
+            "artifact_hash",
+            "provenance",
+            "source_tokens",
+            "selected_tokens",
+            "compression_ratio",
+            "is_clipped",
+            "gold_spans",
+            "spans_kept",
+            "span_recall",
+            "spans_survived",
+            "verbatim_survival",
+            "evidence_recall",
+            "run_id",
+        ),
         [
-            dataset_id,
-            item.item_id,
-            policy.policy_id,
-            budget_tokens,
-            artifact_hash,
-            evidence.provenance,
-            evidence.source_tokens,
-            evidence.selected_tokens,
-            metrics.compression_ratio,
-            evidence.clipped,
-            metrics.gold_spans,
-            metrics.spans_kept,
-            metrics.span_recall,
-            metrics.spans_survived,
-            metrics.verbatim_survival,
-            metrics.evidence_recall,
-            run_id,
+            (
+                dataset_id,
+                item.item_id,
+                policy.policy_id,
+                budget_tokens,
+                artifact_hash,
+                evidence.provenance,
+                evidence.source_tokens,
+                evidence.selected_tokens,
+                metrics.compression_ratio,
+                evidence.clipped,
+                metrics.gold_spans,
+                metrics.spans_kept,
+                metrics.span_recall,
+                metrics.spans_survived,
+                metrics.verbatim_survival,
+                metrics.evidence_recall,
+                run_id,
+            )
         ],
     )
 
@@ -345,18 +389,8 @@ def _start_run(con, run_id: str, dataset_id: str, policy: Policy, budget: int) -
         "config_hash": policy.config_hash,
         "budget_tokens": budget,
     }
-    with transaction(con):
-        con.execute(
-            "insert into raw.runs (run_id, kind, command, config_json, status) "
-            "values (?, 'compile', ?, ?, 'running')",
-            [run_id, f"compile --policy {policy.name}", canonical_json(config)],
-        )
+    start_run(con, "compile", f"compile --policy {policy.name}", config, run_id=run_id)
 
 
 def _finish_run(con, run_id: str, status: str) -> None:
-    with transaction(con):
-        con.execute(
-            "update raw.runs set status = ?, finished_at = current_timestamp "
-            "where run_id = ?",
-            [status, run_id],
-        )
+    finish_run(con, run_id, status)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -45,8 +44,12 @@ from generation.scoring import (
 )
 from warehouse import transaction
 from warehouse.errors import WarehouseError
-from warehouse.hashing import canonical_json, sha256_json, sha256_text
+from warehouse.hashing import canonical_json, sha256_text
 from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.raw_tables import READER_COLUMNS
+from warehouse.raw_tables import generation_id as generation_id_of
+from warehouse.raw_tables import write as write_rows
+from warehouse.runs import finish_run, start_run
 
 
 @dataclass(frozen=True)
@@ -321,7 +324,7 @@ def call_key(reader: ReaderSpec, row: EvidenceRow) -> dict[str, Any]:
 
 
 def generation_id(reader: ReaderSpec, row: EvidenceRow) -> str:
-    return sha256_json(call_key(reader, row))
+    return generation_id_of(call_key(reader, row))
 
 
 def register_readers(
@@ -329,24 +332,12 @@ def register_readers(
 ) -> None:
     """Insert each reader into ``raw.readers``; refuse an id reused with another config."""
     with transaction(con):
-        for reader in readers:
-            row = con.execute(
-                "select config_hash, backend from raw.readers where reader_id = ?",
-                [reader.reader_id],
-            ).fetchone()
-            if row is not None:
-                if row[0] != reader.config_hash:
-                    raise WarehouseError(
-                        f"reader id {reader.reader_id!r} is already registered "
-                        f"(backend {row[1]}) with another configuration ({row[0]}); "
-                        "give the changed reader a new id"
-                    )
-                continue
-            con.execute(
-                "insert into raw.readers (reader_id, model, family, backend, api_base, "
-                "parameters_json, prompt_template_hash, config_hash, source) "
-                "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
+        write_rows(
+            con,
+            "raw.readers",
+            READER_COLUMNS,
+            [
+                (
                     reader.reader_id,
                     reader.model,
                     reader.family,
@@ -356,8 +347,10 @@ def register_readers(
                     reader.prompt.hash,
                     reader.config_hash,
                     source,
-                ],
-            )
+                )
+                for reader in readers
+            ],
+        )
 
 
 def plan_calls(
@@ -652,32 +645,62 @@ def _write_batch(
             "delete from raw.scores where generation_id in (select unnest(?))",
             [replaced],
         )
-        con.execute(
-            "delete from raw.generations where generation_id in (select unnest(?))",
-            [replaced],
-        )
-        con.executemany(
-            "insert into raw.generation_attempts (call_id, call_kind, attempt, run_id, "
-            "generation_id, status, error, http_status, latency_ms, prompt_tokens, "
-            "completion_tokens, cost_usd, response_id, finish_reason, started_at) "
-            "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            attempt_rows,
-        )
-        con.executemany(
-            "insert into raw.generations (generation_id, run_id, dataset_id, item_id, "
-            "reader_id, policy_id, budget_tokens, evidence_hash, prompt_hash, "
-            "params_hash, seed, answer, prompt_tokens, completion_tokens, total_tokens, "
-            "latency_ms, cost_usd, provider, response_id, finish_reason, status, error, "
-            "attempts, metadata_json) values "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            generation_rows,
-        )
-        if score_rows:
-            con.executemany(
-                "insert into raw.scores (generation_id, metric, score, status, "
-                "scorer_version, detail_json) values (?, ?, ?, ?, ?, ?)",
-                score_rows,
-            )
+        write_rows(con, "raw.generation_attempts", ATTEMPT_COLUMNS, attempt_rows)
+        write_rows(con, "raw.generations", GENERATION_COLUMNS, generation_rows)
+        write_rows(con, "raw.scores", SCORE_COLUMNS, score_rows)
+
+
+ATTEMPT_COLUMNS = (
+    "call_id",
+    "call_kind",
+    "attempt",
+    "run_id",
+    "generation_id",
+    "status",
+    "error",
+    "http_status",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "response_id",
+    "finish_reason",
+    "started_at",
+)
+GENERATION_COLUMNS = (
+    "generation_id",
+    "run_id",
+    "dataset_id",
+    "item_id",
+    "reader_id",
+    "policy_id",
+    "budget_tokens",
+    "evidence_hash",
+    "prompt_hash",
+    "params_hash",
+    "seed",
+    "answer",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "latency_ms",
+    "cost_usd",
+    "provider",
+    "response_id",
+    "finish_reason",
+    "status",
+    "error",
+    "attempts",
+    "metadata_json",
+)
+SCORE_COLUMNS = (
+    "generation_id",
+    "metric",
+    "score",
+    "status",
+    "scorer_version",
+    "detail_json",
+)
 
 
 def score_answer(
@@ -723,7 +746,6 @@ def _start_run(
     planned: int,
     reused: int,
 ) -> str:
-    run_id = "replay-" + uuid.uuid4().hex[:16]
     config = {
         "dataset_id": dataset_id,
         "readers": [reader.reader_id for reader in readers],
@@ -731,19 +753,8 @@ def _start_run(
         "calls": planned,
         "reused": reused,
     }
-    with transaction(con):
-        con.execute(
-            "insert into raw.runs (run_id, kind, command, config_json, status) "
-            "values (?, 'replay', 'ragledger replay', ?, 'running')",
-            [run_id, canonical_json(config)],
-        )
-    return run_id
+    return start_run(con, "replay", "ragledger replay", config)
 
 
 def _finish_run(con: duckdb.DuckDBPyConnection, run_id: str, status: str) -> None:
-    with transaction(con):
-        con.execute(
-            "update raw.runs set status = ?, finished_at = current_timestamp "
-            "where run_id = ?",
-            [status, run_id],
-        )
+    finish_run(con, run_id, status)

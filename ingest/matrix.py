@@ -39,6 +39,8 @@ import pyarrow.compute as pc
 from warehouse import InputError, WarehouseError, transaction
 from warehouse.hashing import PREFIX
 from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.raw_tables import SOURCE_FILE_COLUMNS
+from warehouse.raw_tables import write as write_rows
 
 #: The published columns, in published order (specs/released_matrix.md).
 COLUMNS = (
@@ -185,13 +187,11 @@ def load_matrix(
         header_end = stage_matrix(con, path, data)
         rows, counts, warnings = _validate(con, file, header_end)
         progress.advance(1, stage="parsed", rows=rows)
-        try:
-            with transaction(con):
-                if held is not None:
-                    _delete_release(con, release)
-                _insert(con, release, digest, path, len(data), rows, header_end)
-        except duckdb.ConstraintException as error:
-            raise _constraint_error(con, file, header_end, error) from None
+        _refuse_duplicate_keys(con, file, header_end)
+        with transaction(con):
+            if held is not None:
+                _delete_release(con, release)
+            _insert(con, release, digest, path, len(data), rows, header_end)
     finally:
         con.execute(f"drop table if exists {STAGE}")
     progress.advance(1, stage="written")
@@ -594,13 +594,11 @@ def _empty_reference_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     ]
 
 
-def _constraint_error(
-    con: duckdb.DuckDBPyConnection,
-    file: str,
-    header_end: int,
-    error: duckdb.ConstraintException,
-) -> WarehouseError:
-    """Name both lines of the first duplicate key, else pass DuckDB's words on."""
+def _refuse_duplicate_keys(
+    con: duckdb.DuckDBPyConnection, file: str, header_end: int
+) -> None:
+    """Name both lines of the first duplicate key (the lake has no PRIMARY KEY:
+    raw.matrix_rows' key is checked here, before anything is written)."""
     keys = ", ".join(KEY_COLUMNS)
     duplicate = con.execute(
         f"select {keys}, lines[1], lines[2] from ("
@@ -609,11 +607,10 @@ def _constraint_error(
         "group by all having count(*) > 1) order by lines[2] limit 1"
     ).fetchone()
     if duplicate is None:
-        problem = " ".join(str(error).split())
-        return WarehouseError(f"{file}: the warehouse refused the rows: {problem}")
+        return
     *key, first, second = duplicate
     shown = ", ".join(_show(part, 50) for part in key)
-    return InputError(
+    raise InputError(
         f"duplicate key ({shown}): lines {first} and {second}",
         file=file,
         line=second,
@@ -662,9 +659,9 @@ def _existing(
 def _delete_release(con: duckdb.DuckDBPyConnection, release: str) -> None:
     con.execute("delete from raw.matrix_rows where release = ?", [release])
     old = con.execute(
-        "delete from raw.matrix_releases where release = ? returning file_sha256",
-        [release],
+        "select file_sha256 from raw.matrix_releases where release = ?", [release]
     ).fetchall()
+    con.execute("delete from raw.matrix_releases where release = ?", [release])
     for (digest,) in old:
         con.execute(
             "delete from raw.source_files where file_sha256 = ? and kind = ? and not "
@@ -682,16 +679,17 @@ def _insert(
     rows: int,
     header_end: int,
 ) -> None:
-    con.execute(
-        "insert into raw.source_files "
-        "(file_sha256, kind, file_name, path, byte_size, row_count) "
-        "values (?, ?, ?, ?, ?, ?) on conflict do nothing",
-        [digest, KIND, path.name, str(path.resolve()), size, rows],
+    write_rows(
+        con,
+        "raw.source_files",
+        SOURCE_FILE_COLUMNS,
+        [(digest, KIND, path.name, str(path.resolve()), size, rows)],
     )
-    con.execute(
-        "insert into raw.matrix_releases (release, file_sha256, file_name, row_count) "
-        "values (?, ?, ?, ?)",
-        [release, digest, path.name, rows],
+    write_rows(
+        con,
+        "raw.matrix_releases",
+        ("release", "file_sha256", "file_name", "row_count"),
+        [(release, digest, path.name, rows)],
     )
     cast = {"correct": "integer", **dict.fromkeys(FLOAT_COLUMNS, "double")}
     selected = ", ".join(

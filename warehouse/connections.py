@@ -1,72 +1,193 @@
-"""Open the warehouse: the only module in ragledger that calls ``duckdb.connect``."""
+"""Open the warehouse: the only module in ragledger that calls ``duckdb.connect``.
+
+Every connection is an in-memory DuckDB session with the lake attached as
+``lake`` and selected (``USE lake``), so ``raw.scores`` or ``marts.fct_outcomes``
+name lake tables. Writers take the lake's write lock around each transaction
+(:func:`transaction`); readers take nothing and see committed snapshots only.
+"""
 
 from __future__ import annotations
 
-import os
+import atexit
+import shutil
+import tempfile
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import duckdb
 
+from warehouse import lake
 from warehouse.errors import WarehouseError
+from warehouse.lake import (
+    DATABASE_ENV,
+    LAKE_ALIAS,
+    REPO_ROOT,
+    Location,
+    default_database_path,
+    resolve,
+)
 
-#: Environment variable that overrides the default database file.
-DATABASE_ENV = "RAGLEDGER_DB"
-REPO_ROOT = Path(__file__).resolve().parents[1]
+__all__ = [
+    "DATABASE_ENV",
+    "REPO_ROOT",
+    "connect",
+    "current_snapshot",
+    "default_database_path",
+    "location_of",
+    "transaction",
+]
+
+#: Locations whose lake a transaction of this process committed to (the CLI
+#: republishes their snapshot file when a command ends).
+COMMITTED: set[Location] = set()
+_TEMP_LAKES: dict[str, Location] = {}
 
 
-def default_database_path() -> Path:
-    """``$RAGLEDGER_DB`` if set, else ``data/warehouse.duckdb`` in the repository."""
-    override = os.environ.get(DATABASE_ENV)
-    if override:
-        return Path(override).expanduser()
-    return REPO_ROOT / "data" / "warehouse.duckdb"
+def _memory_location() -> Location:
+    """A fresh throw-away lake in a temporary folder (``:memory:``)."""
+    folder = Path(tempfile.mkdtemp(prefix="ragledger-memory-"))
+    atexit.register(shutil.rmtree, folder, True)
+    location = resolve(folder / "warehouse.lake")
+    _TEMP_LAKES[str(location.root)] = location
+    return location
 
 
 def connect(
-    path: str | Path | None = None,
+    path: str | Path | Location | None = None,
     *,
     read_only: bool = False,
     migrate: bool = True,
+    at: int | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse file at ``path`` (default :func:`default_database_path`).
+    """Attach the warehouse at ``path`` (default :func:`default_database_path`).
 
-    A writable connection applies any pending schema migrations first, so every
-    writer sees the current ``raw`` schema. A read-only connection needs an
-    existing file and never changes it.
+    A writable connection creates the lake if needed and applies any pending
+    schema migrations, so every writer sees the current ``raw`` schema. A
+    read-only connection needs an existing lake and can never change it; ``at``
+    pins it to one snapshot id (time travel). ``":memory:"`` gives a fresh
+    throw-away lake (tests).
     """
-    target = Path(path) if path is not None else default_database_path()
-    if str(target) == ":memory:":
-        con = duckdb.connect(":memory:")
-    elif read_only:
-        if not target.exists():
-            raise WarehouseError(
-                f"no warehouse at {target}; run `ragledger init` (or set {DATABASE_ENV})"
-            )
-        con = duckdb.connect(str(target), read_only=True)
+    if isinstance(path, Location):
+        location = path
+    elif path is not None and str(path) == ":memory:":
+        location = _memory_location()
     else:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            con = duckdb.connect(str(target))
-        except duckdb.IOException as error:
-            raise WarehouseError(
-                f"cannot open {target} for writing: {error}"
-            ) from error
-    if migrate and not read_only:
+        location = resolve(path)
+    if read_only or at is not None:
+        if not location.exists():
+            _refuse_missing(location)
+    else:
+        lake.prepare_catalog(location)
+    con = duckdb.connect(":memory:")
+    try:
+        lake.ensure_extensions(con)
+        _attach(con, location, read_only=read_only or at is not None, at=at)
+    except BaseException:
+        con.close()
+        raise
+    con.execute(f"set variable ragledger_lake_root = '{_sql(str(location.root))}'")
+    if migrate and not read_only and at is None:
         from warehouse.schema import migrate as apply_migrations
 
-        apply_migrations(con)
+        with _lock_for(con):
+            apply_migrations(con)
     return con
+
+
+def _attach(
+    con: duckdb.DuckDBPyConnection,
+    location: Location,
+    *,
+    read_only: bool,
+    at: int | None,
+) -> None:
+    statement = location.attach_sql(read_only=read_only, snapshot=at)
+    for attempt in range(20):
+        try:
+            con.execute(statement)
+            break
+        except duckdb.Error as error:
+            text = str(error)
+            if "locked" in text and attempt < 19:
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            if at is not None and "snapshot" in text.lower():
+                raise WarehouseError(
+                    f"no snapshot {at} in {location.root}: {text.splitlines()[0]}"
+                ) from None
+            raise WarehouseError(
+                f"cannot attach the warehouse {location.root}: {text.splitlines()[0]}"
+            ) from None
+    con.execute(f"use {LAKE_ALIAS}")
+    # Commits that meet a busy catalog retry with backoff inside DuckLake too.
+    con.execute("set ducklake_max_retry_count = 50")
+
+
+def _refuse_missing(location: Location) -> None:
+    legacy = location.snapshot_file
+    if legacy.exists() and not location.root.exists():
+        raise WarehouseError(
+            f"{legacy} is a single-file warehouse (ragledger 0.1) or a copied "
+            f"snapshot, not a lake; run `ragledger migrate {legacy}` to convert it"
+        )
+    raise WarehouseError(
+        f"no warehouse at {location.root}; run `ragledger init` (or set {DATABASE_ENV})"
+    )
+
+
+def location_of(con: duckdb.DuckDBPyConnection) -> Location:
+    """The :class:`Location` a connection from :func:`connect` attached."""
+    root = con.execute("select getvariable('ragledger_lake_root')").fetchone()[0]
+    if root is None:
+        raise WarehouseError("not a ragledger warehouse connection")
+    return _TEMP_LAKES.get(root) or resolve(Path(root))
+
+
+def current_snapshot(con: duckdb.DuckDBPyConnection) -> int:
+    """The id of the lake snapshot this connection reads now."""
+    return int(
+        con.execute(f"select id from {LAKE_ALIAS}.current_snapshot()").fetchone()[0]
+    )
+
+
+@contextmanager
+def _lock_for(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    try:
+        location = location_of(con)
+    except (WarehouseError, duckdb.Error):
+        yield
+        return
+    with lake.write_lock(location):
+        yield
 
 
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Run the block in one transaction: all of its writes land, or none do."""
-    con.execute("begin transaction")
-    try:
-        yield con
-    except BaseException:
-        con.execute("rollback")
-        raise
-    con.execute("commit")
+    """Run the block in one transaction: all of its writes land, or none do.
+
+    The block's commit is one lake snapshot. The writer lock is held for the
+    block, so concurrent jobs on one machine commit one after the other.
+    """
+    with _lock_for(con):
+        con.execute("begin transaction")
+        try:
+            yield con
+        except BaseException:
+            with suppress(duckdb.Error):
+                con.execute("rollback")
+            raise
+        try:
+            con.execute("commit")
+        except duckdb.Error as error:
+            raise WarehouseError(
+                f"the warehouse refused the commit (nothing was written): "
+                f"{str(error).splitlines()[0]}"
+            ) from None
+    with suppress(WarehouseError, duckdb.Error):
+        COMMITTED.add(location_of(con))
+
+
+def _sql(text: str) -> str:
+    return text.replace("'", "''")

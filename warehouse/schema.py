@@ -45,10 +45,10 @@ def applied_migrations(con: duckdb.DuckDBPyConnection) -> dict[int, str]:
     con.execute(
         """
         create table if not exists raw.schema_migrations (
-            version integer primary key,
+            version integer not null,
             name varchar not null,
             sha256 varchar not null,
-            applied_at timestamp not null default current_timestamp
+            applied_at timestamp
         )
         """
     )
@@ -58,7 +58,19 @@ def applied_migrations(con: duckdb.DuckDBPyConnection) -> dict[int, str]:
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply pending migrations; return the names applied (empty when current)."""
-    applied = applied_migrations(con)
+    applied = _applied_or_none(con)
+    if applied is not None and all(
+        version in applied for version, _ in migration_files()
+    ):
+        _check_unchanged(applied)
+        return []
+    con.execute("begin transaction")
+    try:
+        applied = applied_migrations(con)
+    except BaseException:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
     done = []
     for version, path in migration_files():
         text = path.read_text(encoding="utf-8")
@@ -74,7 +86,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
         try:
             con.execute(text)
             con.execute(
-                "insert into raw.schema_migrations (version, name, sha256) values (?, ?, ?)",
+                "insert into raw.schema_migrations (version, name, sha256, applied_at) "
+                "values (?, ?, ?, current_timestamp)",
                 [version, path.name, digest],
             )
         except BaseException:
@@ -85,6 +98,26 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     return done
 
 
+def _applied_or_none(con: duckdb.DuckDBPyConnection) -> dict[int, str] | None:
+    """Applied migrations without creating anything (None before the first)."""
+    try:
+        rows = con.execute(
+            "select version, sha256 from raw.schema_migrations"
+        ).fetchall()
+    except duckdb.CatalogException:
+        return None
+    return dict(rows)
+
+
+def _check_unchanged(applied: dict[int, str]) -> None:
+    for version, path in migration_files():
+        if applied.get(version) != sha256_text(path.read_text(encoding="utf-8")):
+            raise WarehouseError(
+                f"migration {path.name} changed after it was applied; "
+                "add a new migration instead of editing this one"
+            )
+
+
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     """Highest applied migration number (0 for an empty database)."""
-    return max(applied_migrations(con), default=0)
+    return max(_applied_or_none(con) or {}, default=0)

@@ -15,13 +15,11 @@ existing pool id is kept as is). Rules:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from ingest.benchmarks.base import (
     POOL_SEPARATOR,
@@ -34,8 +32,8 @@ from warehouse import transaction
 from warehouse.errors import InputError, WarehouseError
 from warehouse.hashing import canonical_json, sha256_json
 from warehouse.progress import NULL_PROGRESS, Progress
-
-_views = itertools.count()
+from warehouse.raw_tables import table as table_contract
+from warehouse.raw_tables import write as write_rows
 
 
 @dataclass(frozen=True)
@@ -98,7 +96,6 @@ def write(
             "raw.source_files",
             ("file_sha256", "kind", "file_name", "path", "byte_size", "row_count"),
             rows["source_files"],
-            "on conflict do nothing",
         )
         pools = _insert(
             con,
@@ -126,19 +123,30 @@ def write(
             ),
             new_policies,
         )
-        con.execute(
-            "insert into raw.datasets (dataset_id, benchmark, slice_spec, version, "
-            "description, source_file_sha256, item_count, loader_version) "
-            "values (?, ?, ?, ?, ?, ?, ?, ?)",
+        _insert(
+            con,
+            "raw.datasets",
+            (
+                "dataset_id",
+                "benchmark",
+                "slice_spec",
+                "version",
+                "description",
+                "source_file_sha256",
+                "item_count",
+                "loader_version",
+            ),
             [
-                dataset_id,
-                load.benchmark,
-                load.slice.spec,
-                load.version,
-                load.description,
-                load.source_sha256,
-                len(load.items),
-                load.loader_version,
+                (
+                    dataset_id,
+                    load.benchmark,
+                    load.slice.spec,
+                    load.version,
+                    load.description,
+                    load.source_sha256,
+                    len(load.items),
+                    load.loader_version,
+                )
             ],
         )
         items = _insert(con, "raw.items", _ITEM_COLUMNS, rows["items"])
@@ -356,7 +364,8 @@ def _policy_rows(
             if found[0] != config_hash:
                 raise WarehouseError(
                     f"policy {policy.policy_id!r} is registered with another config "
-                    f"({found[0]}, not {config_hash}); register the new one under a new id"
+                    f"({found[0]}, not {config_hash}); "
+                    + table_contract("raw.policies").resolve_hint
                 )
             continue
         rows.append(
@@ -396,21 +405,6 @@ def _insert(
     table: str,
     columns: Sequence[str],
     rows: list[tuple[Any, ...]],
-    on_conflict: str = "",
 ) -> int:
-    """Insert rows through one Arrow table (one statement, not one per row)."""
-    if not rows:
-        return 0
-    arrays = {
-        name: pa.array([row[i] for row in rows]) for i, name in enumerate(columns)
-    }
-    view = f"_benchmark_rows_{next(_views)}"
-    con.register(view, pa.table(arrays))
-    try:
-        names = ", ".join(columns)
-        con.execute(
-            f"insert into {table} ({names}) select {names} from {view} {on_conflict}"
-        )
-    finally:
-        con.unregister(view)
-    return len(rows)
+    """Write rows through the table's one writer (key check, rule, stamp)."""
+    return write_rows(con, table, columns, rows).inserted

@@ -8,6 +8,7 @@ from typing import Any
 
 import duckdb
 
+from ingest.benchmarks.policies import POLICIES
 from ingest.ragscale.read import (
     SCORER_VERSION,
     SOURCE,
@@ -26,9 +27,23 @@ from warehouse.bulk import insert_rows
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_file, sha256_json, sha256_text
 from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.raw_tables import (
+    READER_COLUMNS,
+    SOURCE_FILE_COLUMNS,
+    policy_row,
+    register_policies,
+)
+from warehouse.raw_tables import generation_id as generation_id_of
+from warehouse.raw_tables import write as write_rows
 from warehouse.tokens import TOKENIZER, count_tokens
 
 # ---------------------------------------------------------------- writing
+
+#: Raw policies the benchmark loaders define: a ragscale run naming one of them
+#: registers the very same policy (same id, same config).
+KNOWN_RAW_POLICIES = {
+    policy.policy_id: policy for group in POLICIES.values() for policy in group
+}
 
 
 def load_ragscale(
@@ -139,36 +154,47 @@ def _write(
     fingerprint: str,
     progress: Progress,
 ) -> dict[str, int]:
+    source_rows = []
     for kind, (path, digest) in file_hashes.items():
         with open(path, encoding="utf-8") as handle:
             row_count = sum(1 for line in handle if line.strip())
-        con.execute(
-            "insert into raw.source_files (file_sha256, kind, file_name, path, byte_size, row_count) "
-            "values (?, ?, ?, ?, ?, ?) on conflict do nothing",
-            [
+        source_rows.append(
+            (
                 digest,
                 kind,
                 path.name,
                 str(path.resolve()),
                 path.stat().st_size,
                 row_count,
-            ],
+            )
         )
+    write_rows(con, "raw.source_files", SOURCE_FILE_COLUMNS, source_rows)
     scores_sha = file_hashes["ragscale_scores"][1]
     manifest_sha = file_hashes["ragscale_manifest"][1]
     dataset_sha = file_hashes["ragscale_dataset"][1]
     description = (bundle.config.get("dataset") or {}).get("description")
-    con.execute(
-        "insert into raw.datasets (dataset_id, benchmark, slice_spec, version, description, "
-        "source_file_sha256, item_count) values (?, ?, ?, ?, ?, ?, ?)",
+    write_rows(
+        con,
+        "raw.datasets",
+        (
+            "dataset_id",
+            "benchmark",
+            "slice_spec",
+            "version",
+            "description",
+            "source_file_sha256",
+            "item_count",
+        ),
         [
-            bundle.dataset_id,
-            _benchmark(bundle),
-            "as-published",
-            "ragscale schema_version 1",
-            description,
-            fingerprint,
-            len(bundle.items),
+            (
+                bundle.dataset_id,
+                _benchmark(bundle),
+                "as-published",
+                "ragscale schema_version 1",
+                description,
+                fingerprint,
+                len(bundle.items),
+            )
         ],
     )
 
@@ -185,7 +211,6 @@ def _write(
             (pool_id, len(passages), sum(len(text) for _, text in passages))
             for pool_id, passages in pools.items()
         ],
-        on_conflict="on conflict do nothing",
     )
     insert_rows(
         con,
@@ -196,7 +221,6 @@ def _write(
             for pool_id, passages in pools.items()
             for position, (passage_id, text) in enumerate(passages)
         ],
-        on_conflict="on conflict do nothing",
     )
     insert_rows(
         con,
@@ -238,52 +262,43 @@ def _write(
             for key, value in compressor_config.items()
             if key != "api_key_env"
         }
-    policies = [
-        (
-            bundle.raw_policy_id,
-            "raw",
-            bundle.raw_policy_id,
-            {"source": SOURCE, "evidence": "candidate_pool joined by a blank line"},
-            "ragscale raw evidence policy (all candidate passages in supplied order)",
-        ),
-        (
-            bundle.compressor_id,
-            "compressor",
-            bundle.compressor_id,
-            {
-                "source": SOURCE,
-                "compressor": compressor_config or bundle.compressor_id,
-                "adapter_hashes": sorted(
-                    {
-                        str(a.row.get("compressor_adapter_hash"))
-                        for a in bundle.artifacts.values()
-                        if a.row.get("compressor_adapter_hash")
-                    }
-                ),
-            },
-            "ragscale compressor; one stored artifact per item",
-        ),
-    ]
-    for policy_id, kind, name, config, text in policies:
-        known = con.execute(
-            "select kind from raw.policies where policy_id = ?", [policy_id]
-        ).fetchone()
-        if known and known[0] != kind:
-            raise WarehouseError(
-                f"policy {policy_id} is already registered as a {known[0]} policy, not {kind}"
+    raw_policy = KNOWN_RAW_POLICIES.get(bundle.raw_policy_id)
+    register_policies(
+        con,
+        [
+            policy_row(
+                raw_policy.policy_id,
+                "raw",
+                raw_policy.config,
+                name=raw_policy.name,
+                description=raw_policy.description,
             )
-        con.execute(
-            "insert into raw.policies (policy_id, kind, name, config_json, config_hash, "
-            "description) values (?, ?, ?, ?, ?, ?) on conflict do nothing",
-            [
-                policy_id,
-                kind,
-                name,
-                json.dumps(config, sort_keys=True),
-                sha256_json(config),
-                text,
-            ],
-        )
+            if raw_policy is not None
+            else policy_row(
+                bundle.raw_policy_id,
+                "raw",
+                {"source": SOURCE, "evidence": "candidate_pool joined by a blank line"},
+                description="ragscale raw evidence policy "
+                "(all candidate passages in supplied order)",
+            ),
+            policy_row(
+                bundle.compressor_id,
+                "compressor",
+                {
+                    "source": SOURCE,
+                    "compressor": compressor_config or bundle.compressor_id,
+                    "adapter_hashes": sorted(
+                        {
+                            str(a.row.get("compressor_adapter_hash"))
+                            for a in bundle.artifacts.values()
+                            if a.row.get("compressor_adapter_hash")
+                        }
+                    ),
+                },
+                description="ragscale compressor; one stored artifact per item",
+            ),
+        ],
+    )
 
     # artifacts: compressed texts and raw evidence texts, content-addressed
     artifact_rows: dict[str, str | None] = {}
@@ -307,7 +322,6 @@ def _write(
             )
             for digest, text in artifact_rows.items()
         ],
-        on_conflict="on conflict (artifact_hash) do update set text = coalesce(raw.artifacts.text, excluded.text), token_count = coalesce(raw.artifacts.token_count, excluded.token_count), tokenizer = coalesce(raw.artifacts.tokenizer, excluded.tokenizer), char_count = coalesce(raw.artifacts.char_count, excluded.char_count)",
     )
     compilations = []
     for artifact in bundle.artifacts.values():
@@ -369,15 +383,13 @@ def _write(
 
     # readers
     settings = _reader_settings(bundle.config)
+    reader_rows = []
     for reader, info in bundle.readers.items():
         config = settings.get(reader, {})
         parameters = config.get("parameters") or {}
         reader_config = {"model": reader, "source": SOURCE, **config}
-        con.execute(
-            "insert into raw.readers (reader_id, model, family, backend, api_base, "
-            "parameters_json, prompt_template_hash, config_hash, source) "
-            "values (?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing",
-            [
+        reader_rows.append(
+            (
                 reader,
                 config.get("model") or reader,
                 info["family"],
@@ -387,8 +399,9 @@ def _write(
                 config.get("user_prompt_template_hash"),
                 sha256_json(reader_config),
                 SOURCE,
-            ],
+            )
         )
+    write_rows(con, "raw.readers", READER_COLUMNS, reader_rows)
 
     # generations and scores
     generation_rows = []
@@ -405,7 +418,7 @@ def _write(
             "params_hash": sha256_json(params) if params else None,
             "seed": 0,
         }
-        generation_id = sha256_json(call_key)
+        generation_id = generation_id_of(call_key)
         answer = generation.answer
         generation_rows.append(
             (

@@ -20,7 +20,10 @@ from ragledger import __version__
     "database",
     envvar="RAGLEDGER_DB",
     type=click.Path(dir_okay=False),
-    help="Warehouse file (default data/warehouse.duckdb; env RAGLEDGER_DB).",
+    help=(
+        "Warehouse: the published snapshot file NAME.duckdb, whose lake is "
+        "NAME.lake/ beside it (default data/warehouse.duckdb; env RAGLEDGER_DB)."
+    ),
 )
 @click.pass_context
 def main(ctx: click.Context, database: str | None) -> None:
@@ -31,6 +34,25 @@ def main(ctx: click.Context, database: str | None) -> None:
     with dbt and audit whether compression preserves reader comparisons.
     """
     ctx.obj = {"database": database}
+    ctx.call_on_close(_publish_snapshots)
+
+
+def _publish_snapshots() -> None:
+    """Refresh the published snapshot file of every lake this command committed to.
+
+    The file is a copy for tools that open only a file; a failure to refresh it
+    never fails the command that wrote the lake (the next job retries).
+    """
+    from warehouse.connections import COMMITTED
+    from warehouse.errors import WarehouseError
+    from warehouse.snapshot_file import publish
+
+    while COMMITTED:
+        location = COMMITTED.pop()
+        try:
+            publish(location)
+        except (WarehouseError, OSError) as error:
+            click.echo(f"warning: snapshot file not refreshed: {error}", err=True)
 
 
 def _register() -> None:

@@ -9,11 +9,11 @@ create table raw.artifact_evidence (
     policy_id varchar not null,
     budget_tokens integer not null default 0,
     artifact_hash varchar not null,
-    provenance varchar not null check (provenance in ('source_spans', 'verbatim')),
+    provenance varchar not null,
     source_tokens integer not null,
     selected_tokens integer not null,
     compression_ratio double,              -- selected / source tokens; 0 for an empty source
-    is_clipped boolean not null default false,
+    is_clipped boolean not null default 'false',
     gold_spans integer not null default 0, -- raw.evidence_spans rows of the item
     spans_kept integer,                    -- gold spans inside one kept span (null: verbatim)
     span_recall double,                    -- spans_kept / gold_spans
@@ -21,8 +21,6 @@ create table raw.artifact_evidence (
     verbatim_survival double,              -- spans_survived / gold_spans
     evidence_recall double,                -- span_recall where spans are kept, else survival
     run_id varchar,
-    computed_at timestamp not null default current_timestamp,
-    primary key (dataset_id, item_id, policy_id, budget_tokens),
-    check (compression_ratio is null or compression_ratio >= 0),
-    check (evidence_recall is null or (evidence_recall >= 0 and evidence_recall <= 1))
+    computed_at timestamp
+    -- key (dataset_id, item_id, policy_id, budget_tokens): checked by its writer (warehouse/raw_tables.py)
 );

@@ -5,13 +5,11 @@
 
 create table raw.generation_attempts (
     call_id varchar not null,          -- generation_id, or the judge call id
-    call_kind varchar not null check (call_kind in ('reader', 'judge')),
+    call_kind varchar not null,
     attempt integer not null,          -- 1-based, counted across runs
     run_id varchar,
     generation_id varchar not null,    -- the generation answered or judged
-    status varchar not null check (
-        status in ('ok', 'empty', 'error', 'rate_limited')
-    ),
+    status varchar not null,
     error varchar,
     http_status integer,
     latency_ms double,
@@ -20,14 +18,14 @@ create table raw.generation_attempts (
     cost_usd double,
     response_id varchar,
     finish_reason varchar,
-    started_at timestamp not null,
-    primary key (call_id, attempt)
+    started_at timestamp not null
+    -- key (call_id, attempt): checked by its writer (warehouse/raw_tables.py)
 );
 
 -- One row per judge call key: the judge's raw reply and its parsed verdict. The
 -- score itself lands in raw.scores (metric judge_match, or the configured name).
 create table raw.judge_verdicts (
-    judge_call_id varchar primary key, -- sha256 of {judge, generation, prompt, params}
+    judge_call_id varchar, -- sha256 of {judge, generation, prompt, params}
     generation_id varchar not null,
     metric varchar not null,
     judge_id varchar not null,
@@ -36,9 +34,9 @@ create table raw.judge_verdicts (
     params_hash varchar not null,
     reply varchar,
     verdict double,                    -- 1, 0, or null when unparseable / failed
-    status varchar not null check (status in ('ok', 'error')),
+    status varchar not null,
     error varchar,
     attempts integer not null default 1,
     run_id varchar,
-    created_at timestamp not null default current_timestamp
+    created_at timestamp
 );

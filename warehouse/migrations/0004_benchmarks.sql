@@ -1,8 +1,8 @@
 -- Benchmark loaders (issue 6): item flags, the loader version of a dataset, and
 -- the pool each raw policy gives the reader for an item. Additive only.
 
-alter table raw.items add column is_abstention boolean not null default false;
-alter table raw.items add column gold_normalises_empty boolean not null default false;
+alter table raw.items add column is_abstention boolean default 'false';
+alter table raw.items add column gold_normalises_empty boolean default 'false';
 alter table raw.items add column question_date varchar;
 
 alter table raw.datasets add column loader_version varchar;
@@ -19,6 +19,6 @@ create table raw.policy_pools (
     pool_id varchar not null,
     source_pool_id varchar not null,
     sources_json varchar not null,
-    loaded_at timestamp not null default current_timestamp,
-    primary key (dataset_id, item_id, policy_id)
+    loaded_at timestamp
+    -- key (dataset_id, item_id, policy_id): checked by its writer (warehouse/raw_tables.py)
 );

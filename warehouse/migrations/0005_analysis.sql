@@ -5,7 +5,7 @@
 create schema if not exists analysis;
 
 create table analysis.audits (
-    audit_id varchar primary key,       -- stable per panel x mode x declared pair
+    audit_id varchar,       -- stable per panel x mode x declared pair
     panel_id varchar not null,
     panel_name varchar,
     metric varchar,
@@ -33,8 +33,8 @@ create table analysis.statistics (
     seed bigint,
     draws bigint,
     input_fingerprint varchar not null,
-    code_version varchar not null,
-    primary key (audit_id, statistic)
+    code_version varchar not null
+    -- key (audit_id, statistic): checked by its writer (warehouse/raw_tables.py)
 );
 
 -- One row per panel x reader: means, gain and transitions.
@@ -49,6 +49,6 @@ create table analysis.reader_results (
     rescue double,                      -- share (binary) or mean positive change in pp (continuous)
     damage double,                      -- share of raw-correct (binary) or mean negative change in pp
     cells bigint,
-    code_version varchar not null,
-    primary key (audit_id, reader_id)
+    code_version varchar not null
+    -- key (audit_id, reader_id): checked by its writer (warehouse/raw_tables.py)
 );

@@ -1,0 +1,501 @@
+"""The one writer of every raw (and analysis) table: columns, key, rule and stamp.
+
+DuckLake has no PRIMARY KEY, UNIQUE or CHECK constraints, so what the schema
+used to guarantee is checked here, before anything is inserted, inside the
+caller's transaction. Each table has one registration rule:
+
+``append``
+    Rows add new keys. A key already stored, or given twice, is refused.
+``content``
+    Content-addressed rows (files by hash, pools, artifacts): a key already
+    stored is the same content and is skipped; null columns of the stored row
+    are filled from the new one (an artifact whose text was unknown gains it).
+``register``
+    Registrations (policies, readers): the same key with the same identity
+    columns (kind and config hash) is the same thing and is skipped, from any
+    loader; a different identity under an existing key is refused everywhere
+    with one message naming the way out.
+``replace``
+    The latest row per key wins (the newest outcome of a call, a rerun audit):
+    stored rows with the new keys are deleted first.
+
+Every table's stamp column (``loaded_at``, ``created_at``, ...) is set to the
+transaction's ``current_timestamp``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from warehouse.errors import WarehouseError
+from warehouse.hashing import sha256_json
+
+_counter = itertools.count()
+#: Key columns a writer may leave out, with the value they then take.
+KEY_DEFAULTS = {"budget_tokens": 0}
+
+
+@dataclass(frozen=True)
+class RawTable:
+    """The contract of one table."""
+
+    name: str
+    key: tuple[str, ...]
+    rule: str  # append, content, register, replace
+    stamp: str | None = None
+    identity: tuple[str, ...] = ()  # register: columns that must agree
+    allowed: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: register: how a user resolves a conflicting registration
+    resolve_hint: str = ""
+
+
+TABLES: dict[str, RawTable] = {
+    table.name: table
+    for table in (
+        RawTable("raw.schema_migrations", ("version",), "append", "applied_at"),
+        RawTable("raw.source_files", ("file_sha256",), "content", "loaded_at"),
+        RawTable(
+            "raw.runs",
+            ("run_id",),
+            "append",
+            "started_at",
+            allowed={"status": ("running", "finished", "failed", "interrupted")},
+        ),
+        RawTable("raw.matrix_releases", ("release",), "append", "loaded_at"),
+        RawTable(
+            "raw.matrix_rows",
+            ("release", "dataset", "example_id", "reader_model", "method"),
+            "append",
+            allowed={
+                "correct": (0, 1),
+                "transition_type": (
+                    "",
+                    "rescued",
+                    "damaged",
+                    "unchanged_correct",
+                    "unchanged_wrong",
+                ),
+            },
+        ),
+        RawTable("raw.datasets", ("dataset_id",), "append", "loaded_at"),
+        RawTable("raw.items", ("dataset_id", "item_id"), "append", "loaded_at"),
+        RawTable("raw.pools", ("pool_id",), "content"),
+        RawTable("raw.pool_passages", ("pool_id", "position"), "content"),
+        RawTable(
+            "raw.evidence_spans", ("dataset_id", "item_id", "span_index"), "append"
+        ),
+        RawTable(
+            "raw.policies",
+            ("policy_id",),
+            "register",
+            "created_at",
+            identity=("kind", "config_hash"),
+            allowed={"kind": ("raw", "compressor", "selector")},
+            resolve_hint=(
+                "a registered policy never changes: compile changed options as a "
+                "new version (`ragledger compile ... --policy-version N`), and give "
+                "a raw policy with another config another policy id"
+            ),
+        ),
+        RawTable("raw.artifacts", ("artifact_hash",), "content", "created_at"),
+        RawTable(
+            "raw.artifact_compilations",
+            ("dataset_id", "item_id", "policy_id", "budget_tokens"),
+            "replace",
+            "created_at",
+        ),
+        RawTable(
+            "raw.reader_families",
+            ("reader_model", "source"),
+            "replace",
+            "loaded_at",
+            allowed={"source": ("default", "user")},
+        ),
+        RawTable(
+            "raw.readers",
+            ("reader_id",),
+            "register",
+            "created_at",
+            identity=("config_hash",),
+            resolve_hint=(
+                "a registered reader never changes: give the changed reader a new "
+                "id (`id:` in its reader config), or reload its ragscale run with "
+                "`ragledger ingest ragscale DIR --replace`"
+            ),
+        ),
+        RawTable(
+            "raw.generations",
+            ("generation_id",),
+            "replace",
+            "created_at",
+            allowed={"status": ("ok", "empty", "error")},
+        ),
+        RawTable(
+            "raw.scores",
+            ("generation_id", "metric"),
+            "replace",
+            "created_at",
+            allowed={"status": ("ok", "error")},
+            ranges={"score": (0.0, 1.0)},
+        ),
+        RawTable(
+            "raw.artifact_evidence",
+            ("dataset_id", "item_id", "policy_id", "budget_tokens"),
+            "replace",
+            "computed_at",
+            allowed={"provenance": ("source_spans", "verbatim")},
+            ranges={"evidence_recall": (0.0, 1.0)},
+        ),
+        RawTable(
+            "raw.generation_attempts",
+            ("call_id", "attempt"),
+            "append",
+            allowed={
+                "call_kind": ("reader", "judge"),
+                "status": ("ok", "empty", "error", "rate_limited"),
+            },
+        ),
+        RawTable(
+            "raw.judge_verdicts",
+            ("judge_call_id",),
+            "replace",
+            "created_at",
+            allowed={"status": ("ok", "error")},
+        ),
+        RawTable(
+            "raw.policy_pools",
+            ("dataset_id", "item_id", "policy_id"),
+            "append",
+            "loaded_at",
+        ),
+        RawTable("analysis.audits", ("audit_id",), "replace"),
+        RawTable("analysis.statistics", ("audit_id", "statistic"), "replace"),
+        RawTable("analysis.reader_results", ("audit_id", "reader_id"), "replace"),
+    )
+}
+
+
+def table(name: str) -> RawTable:
+    """The contract of ``name`` (``raw.x`` or ``analysis.x``)."""
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise WarehouseError(f"no writer contract for table {name}") from None
+
+
+def register_table(contract: RawTable) -> None:
+    """Add a contract (a table a later migration creates)."""
+    TABLES[contract.name] = contract
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    inserted: int
+    skipped: int = 0
+    replaced: int = 0
+
+
+def write(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    origins: Sequence[str] | None = None,
+) -> WriteResult:
+    """Write ``rows`` (tuples in ``columns`` order) into table ``name`` by its rule.
+
+    Call inside :func:`warehouse.transaction`. ``origins`` (one ``file:line`` per
+    row) lets a refusal name where the offending row came from.
+    """
+    contract = table(name)
+    rows = list(rows)
+    if not rows:
+        return WriteResult(0)
+    columns = tuple(columns)
+    for column, default in KEY_DEFAULTS.items():
+        if column in contract.key and column not in columns:
+            columns += (column,)
+            rows = [(*row, default) for row in rows]
+    missing = [column for column in contract.key if column not in columns]
+    if missing:
+        raise WarehouseError(f"{name}: rows lack key column(s) {', '.join(missing)}")
+    _check_values(contract, columns, rows, origins)
+    view = f"_ragledger_rows_{next(_counter)}"
+    con.register(view, _arrow(columns, rows))
+    try:
+        _check_batch_keys(con, contract, view, origins)
+        return _apply(con, contract, columns, view, len(rows))
+    finally:
+        con.unregister(view)
+
+
+def write_from(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    columns: Sequence[str],
+    relation: str,
+) -> WriteResult:
+    """Like :func:`write` for rows a query already holds (``relation``: a table or
+    view name, with ``columns``); used for bulk loads staged in DuckDB."""
+    contract = table(name)
+    _check_batch_keys(con, contract, relation, None)
+    count = con.execute(f"select count(*) from {relation}").fetchone()[0]
+    return _apply(con, contract, tuple(columns), relation, count)
+
+
+def _arrow(columns: Sequence[str], rows: list[Sequence[Any]]) -> pa.Table:
+    return pa.table(
+        {
+            name: pa.array([row[index] for row in rows])
+            for index, name in enumerate(columns)
+        }
+    )
+
+
+def _where(origins: Sequence[str] | None, index: int) -> str:
+    return f"{origins[index]}: " if origins and index < len(origins) else ""
+
+
+def _check_values(
+    contract: RawTable,
+    columns: tuple[str, ...],
+    rows: list[Sequence[Any]],
+    origins: Sequence[str] | None,
+) -> None:
+    checks = [
+        (columns.index(column), column, allowed)
+        for column, allowed in contract.allowed.items()
+        if column in columns
+    ]
+    bounds = [
+        (columns.index(column), column, low, high)
+        for column, (low, high) in contract.ranges.items()
+        if column in columns
+    ]
+    keys = [columns.index(column) for column in contract.key]
+    for number, row in enumerate(rows):
+        for index in keys:
+            value = row[index]
+            if value is None or (isinstance(value, str) and not value.strip()):
+                raise WarehouseError(
+                    f"{_where(origins, number)}{contract.name}: key column "
+                    f"'{columns[index]}' is empty"
+                )
+        for index, column, allowed in checks:
+            if row[index] is not None and row[index] not in allowed:
+                raise WarehouseError(
+                    f"{_where(origins, number)}{contract.name}: column '{column}' "
+                    f"is {row[index]!r}, not one of {', '.join(map(repr, allowed))}"
+                )
+        for index, column, low, high in bounds:
+            value = row[index]
+            if value is not None and not (low <= value <= high):
+                raise WarehouseError(
+                    f"{_where(origins, number)}{contract.name}: column '{column}' "
+                    f"is {value!r}, outside [{low:g}, {high:g}]"
+                )
+
+
+def _key_list(contract: RawTable) -> str:
+    return ", ".join(f'"{column}"' for column in contract.key)
+
+
+def _check_batch_keys(
+    con: duckdb.DuckDBPyConnection,
+    contract: RawTable,
+    relation: str,
+    origins: Sequence[str] | None,
+) -> None:
+    keys = _key_list(contract)
+    duplicate = con.execute(
+        f"select {keys}, list(rn order by rn) from ("
+        f"select {keys}, row_number() over () - 1 as rn from {relation}) "
+        f"group by all having count(*) > 1 order by 1 limit 1"
+    ).fetchone()
+    if duplicate is None:
+        return
+    *key, positions = duplicate
+    where = ""
+    if origins:
+        where = f"{origins[positions[1]]}: "
+        shown_first = origins[positions[0]]
+        tail = f" (first at {shown_first})"
+    else:
+        tail = ""
+    raise WarehouseError(
+        f"{where}{contract.name}: duplicate key "
+        f"({', '.join(contract.key)}) = ({', '.join(map(str, key))}){tail}"
+    )
+
+
+def _apply(
+    con: duckdb.DuckDBPyConnection,
+    contract: RawTable,
+    columns: tuple[str, ...],
+    relation: str,
+    count: int,
+) -> WriteResult:
+    keys = _key_list(contract)
+    join = " and ".join(f't."{c}" is not distinct from n."{c}"' for c in contract.key)
+    exists = f"exists (select 1 from {contract.name} t where {join})"
+    stored = con.execute(
+        f"select count(*) from {relation} n where {exists}"
+    ).fetchone()[0]
+    replaced = 0
+    if stored:
+        if contract.rule == "append":
+            row = con.execute(
+                f"select {keys} from {relation} n where {exists} limit 1"
+            ).fetchone()
+            raise WarehouseError(
+                f"{contract.name}: key ({', '.join(contract.key)}) = "
+                f"({', '.join(map(str, row))}) is already stored"
+            )
+        if contract.rule == "register":
+            _check_registrations(con, contract, relation, join)
+        if contract.rule == "content":
+            _fill_nulls(con, contract, columns, relation, join)
+        if contract.rule == "replace":
+            con.execute(
+                f"delete from {contract.name} t where exists "
+                f"(select 1 from {relation} n where {join})"
+            )
+            replaced = stored
+    names = ", ".join(f'"{c}"' for c in columns)
+    selected = ", ".join(f'n."{c}"' for c in columns)
+    stamp_target, stamp_value = "", ""
+    if contract.stamp and contract.stamp not in columns:
+        stamp_target, stamp_value = f', "{contract.stamp}"', ", current_timestamp"
+    new_only = "" if contract.rule == "replace" or not stored else f"where not {exists}"
+    con.execute(
+        f"insert into {contract.name} ({names}{stamp_target}) "
+        f"select {selected}{stamp_value} from {relation} n {new_only}"
+    )
+    skipped = 0 if contract.rule == "replace" else stored
+    return WriteResult(count - skipped, skipped=skipped, replaced=replaced)
+
+
+def _check_registrations(
+    con: duckdb.DuckDBPyConnection, contract: RawTable, relation: str, join: str
+) -> None:
+    differs = " or ".join(
+        f't."{c}" is distinct from n."{c}"' for c in contract.identity
+    )
+    row = con.execute(
+        f"select n.{contract.key[0]}, "
+        + ", ".join(f't."{c}", n."{c}"' for c in contract.identity)
+        + f" from {relation} n join {contract.name} t on {join} where {differs} limit 1"
+    ).fetchone()
+    if row is None:
+        return
+    what = contract.name.split(".")[-1].rstrip("s")
+    raise WarehouseError(
+        f"{what} '{row[0]}' is registered with another "
+        + ", ".join(contract.identity)
+        + f" ({row[1]}, not {row[2]}); {contract.resolve_hint}"
+    )
+
+
+def _fill_nulls(
+    con: duckdb.DuckDBPyConnection,
+    contract: RawTable,
+    columns: tuple[str, ...],
+    relation: str,
+    join: str,
+) -> None:
+    fillable = [c for c in columns if c not in contract.key and c != contract.stamp]
+    if not fillable:
+        return
+    nulls = " or ".join(f't."{c}" is null' for c in fillable)
+    has_null = con.execute(
+        f"select count(*) from {contract.name} t where ({nulls}) and exists "
+        f"(select 1 from {relation} n where {join})"
+    ).fetchone()[0]
+    if not has_null:
+        return
+    assignments = ", ".join(f'"{c}" = coalesce(t."{c}", n."{c}")' for c in fillable)
+    con.execute(
+        f"update {contract.name} as t set {assignments} from {relation} n where {join}"
+    )
+
+
+# ------------------------------------------------------------ registrations
+
+
+def policy_row(
+    policy_id: str,
+    kind: str,
+    config: Mapping[str, Any],
+    *,
+    name: str | None = None,
+    version: int = 1,
+    description: str | None = None,
+) -> tuple[Any, ...]:
+    """A raw.policies row: the config's canonical JSON and its hash are its identity."""
+    return (
+        policy_id,
+        kind,
+        name or policy_id,
+        version,
+        json.dumps(dict(config), sort_keys=True, ensure_ascii=False),
+        sha256_json(dict(config)),
+        description,
+    )
+
+
+POLICY_COLUMNS = (
+    "policy_id",
+    "kind",
+    "name",
+    "version",
+    "config_json",
+    "config_hash",
+    "description",
+)
+
+
+SOURCE_FILE_COLUMNS = (
+    "file_sha256",
+    "kind",
+    "file_name",
+    "path",
+    "byte_size",
+    "row_count",
+)
+READER_COLUMNS = (
+    "reader_id",
+    "model",
+    "family",
+    "backend",
+    "api_base",
+    "parameters_json",
+    "prompt_template_hash",
+    "config_hash",
+    "source",
+)
+
+
+def register_policies(
+    con: duckdb.DuckDBPyConnection, rows: Iterable[tuple[Any, ...]]
+) -> WriteResult:
+    """Register policies (rows from :func:`policy_row`) by the register rule."""
+    return write(con, "raw.policies", POLICY_COLUMNS, rows)
+
+
+def generation_id(call_key: Mapping[str, Any]) -> str:
+    """The id of one reader call: sha256 of its canonical call key.
+
+    The key is ``reader_id, dataset_id, item_id, evidence_hash, prompt_hash,
+    params_hash, seed`` (the runner adds ``policy_id`` and ``budget_tokens``
+    where the evidence is a compiled artifact).
+    """
+    return sha256_json(dict(call_key))

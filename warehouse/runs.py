@@ -1,0 +1,114 @@
+"""raw.runs: the one writer of job records (compile, replay, audit, ...).
+
+A run is started ``running`` with the host and process id that runs it and
+finished ``finished`` or ``failed`` with its counts. A process killed before it
+could finish leaves ``running`` behind; :func:`mark_interrupted` (called when
+the next run starts) turns the runs of this host whose process is gone into
+``interrupted``. Runs of other hosts are left alone: nothing here can tell
+whether they are alive.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import duckdb
+
+from warehouse.connections import transaction
+from warehouse.hashing import canonical_json
+from warehouse.raw_tables import write
+
+RUN_COLUMNS = (
+    "run_id",
+    "kind",
+    "command",
+    "config_json",
+    "code_version",
+    "status",
+    "host",
+    "pid",
+)
+
+
+def start_run(
+    con: duckdb.DuckDBPyConnection,
+    kind: str,
+    command: str,
+    config: Mapping[str, Any],
+    *,
+    run_id: str | None = None,
+    code_version: str | None = None,
+) -> str:
+    """Record a ``running`` run (its own snapshot) and return its id."""
+    run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
+    with transaction(con):
+        mark_interrupted(con)
+        write(
+            con,
+            "raw.runs",
+            RUN_COLUMNS,
+            [
+                (
+                    run_id,
+                    kind,
+                    command,
+                    canonical_json(dict(config)),
+                    code_version,
+                    "running",
+                    socket.gethostname(),
+                    os.getpid(),
+                )
+            ],
+        )
+    return run_id
+
+
+def finish_run(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    status: str,
+    counts: Mapping[str, Any] | None = None,
+) -> None:
+    """Mark a run ``finished`` or ``failed``, with what it wrote."""
+    with transaction(con):
+        con.execute(
+            "update raw.runs set status = ?, finished_at = current_timestamp, "
+            "counts_json = ? where run_id = ?",
+            [status, canonical_json(dict(counts or {})), run_id],
+        )
+
+
+def mark_interrupted(con: duckdb.DuckDBPyConnection) -> int:
+    """Turn this host's ``running`` runs whose process is gone into ``interrupted``.
+
+    Call inside a transaction. Returns how many runs were marked.
+    """
+    host = socket.gethostname()
+    rows = con.execute(
+        "select run_id, pid from raw.runs where status = 'running' and host = ?",
+        [host],
+    ).fetchall()
+    dead = [run_id for run_id, pid in rows if pid is None or not _alive(int(pid))]
+    if dead:
+        con.execute(
+            "update raw.runs set status = 'interrupted' "
+            "where run_id in (select unnest(?::varchar[]))",
+            [dead],
+        )
+    return len(dead)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -303,10 +303,11 @@ def resolve(
         chosen = folder / filename
         if not chosen.is_file():
             return None, f"the manifest {manifest} pins {filename!r}, not in {folder}"
-        if digest is not None and sha256_file(chosen) != digest:
+        actual = sha256_file(chosen).removeprefix("sha256:")
+        if digest is not None and actual != digest.removeprefix("sha256:"):
             return None, (
                 f"the manifest {manifest} pins {filename!r} with sha256 {digest}, "
-                f"but the file has {sha256_file(chosen)}"
+                f"but the file has {actual}"
             )
         return chosen, "manifest"
     pattern = f"*2024-{glob.escape(name)}*.txt"

@@ -40,6 +40,7 @@ def _register() -> None:
         dbt_commands,
         ingest_commands,
         replay_commands,
+        rescore_commands,
         runs_commands,
         warehouse_commands,
     )
@@ -51,6 +52,7 @@ def _register() -> None:
         dbt_commands,
         compile_commands,
         replay_commands,
+        rescore_commands,
         audit_commands,
         runs_commands,
     ):

@@ -129,3 +129,32 @@ def test_headroom_ignores_undrawn_reader_with_raw_mean_one():
     low, high = want["interval"]
     assert got.interval.low == pytest.approx(low, abs=1e-12)
     assert got.interval.high == pytest.approx(high, abs=1e-12)
+
+
+def test_truncation_with_zero_covariance_is_undefined_not_zero():
+    """M* = diag(+, -): truncation keeps one variance, so r is 0/0 (never 0 or +-1)."""
+    from analysis.eiv import _derived
+
+    one = np.array([1.0])
+    moments = {
+        "C11": 0.02 * one, "C22": -0.01 * one, "C12": 0.0 * one,
+        "M11": one, "M22": one, "M12": 0.0 * one,
+    }  # fmt: skip
+    out = _derived(moments)
+    assert not out["psd"][0] and np.isnan(out["r_psd"][0])
+    moments["C12"] = -0.001 * one
+    assert _derived(moments)["r_psd"][0] == -1.0
+
+
+def test_draws_with_two_reader_copies_are_undefined():
+    """Families a (one reader) and b (two): a draw of a twice has two reader copies."""
+    rng = np.random.default_rng(12)
+    raw = (rng.random((3, 20)) < 0.5).astype(float)
+    comp = (rng.random((3, 20)) < 0.5).astype(float)
+    families = ["a", "b", "b"]
+    want = eiv_summary(raw, comp, families, draws=60, seed=4)
+    got = eiv_bootstrap(raw, comp, families, draws=60, seed=4)
+    assert want["undefined_draws"] > 0
+    assert got.undefined_draws == want["undefined_draws"]
+    assert got.nonpositive_variance_draws == want["nonpositive_variance_draws"]
+    assert got.non_psd_draws == want["non_psd_draws"]

@@ -1,4 +1,4 @@
-"""Audit statistics: panel arrays in, typed results out (``specs/statistics.md``).
+"""Audit statistics: panel arrays in, typed results out (``docs/statistics.md``).
 
 Every statistic is a function of arrays (``RAW[m, n]``, ``COMP[m, n]``, a family
 vector, token counts) that takes its seed and counts as arguments and returns a

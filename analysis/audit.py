@@ -1,230 +1,74 @@
-"""Audit a panel: every statistic, the ``analysis.*`` rows and the audit folder.
+"""Audit a panel: every statistic of one panel, a declared pair, and the two entry points.
 
 :func:`audit_panel` works on :class:`analysis.panel.PanelArrays` alone (a
 warehouse panel or a ragscale file). :func:`audit_warehouse` reads panels from
-the marts (read-only, through ibis), audits them, then writes ``analysis.*`` in
-one transaction and, when asked, the folder with ``summary.json``,
-``REPORT.md`` and ``report.html``.
+the marts (read-only), audits them, then writes ``analysis.*`` in one
+transaction (:mod:`analysis.store`) and, when asked, the audit folder
+(:mod:`analysis.audit_folder`). :func:`replay_audit_file` is ragscale's
+``replay-audit`` on its own file.
+
+The pieces live in their own modules: settings (:mod:`analysis.settings`),
+warning sentences (:mod:`analysis.panel_warnings`), ragscale's result fields
+(:mod:`analysis.ragscale_fields`), ``summary.json`` (:mod:`analysis.summary_json`),
+the SQL (:mod:`analysis.store`) and result types (:mod:`analysis.results`).
+Their public names are re-exported here for callers that import them from
+this module.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import difflib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from analysis.audit_folder import write_folder
 from analysis.declared_pair import (
     DeclaredPairResult,
     declared_pair,
     pair_input_from_panel,
 )
-from analysis.eiv import EIVResult, eiv_bootstrap
-from analysis.nulls import NullComparison, null_replay
+from analysis.eiv import eiv_bootstrap
+from analysis.nulls import null_replay
 from analysis.panel import PanelArrays
-from analysis.replay import FlipReplay, SplitAudit, split_audit
-from analysis.resolution import ResolutionCost, resolution_cost
-from analysis.results import ResultMixin, StatRow, jsonable
-from analysis.retention import (
-    EndpointRetention,
-    RetentionBootstrap,
-    endpoint_retention,
-    retention_bootstrap,
-)
+from analysis.panel_warnings import panel_warnings
+from analysis.ragscale_fields import ragscale_replay_fields
+from analysis.replay import FlipReplay, split_audit
+from analysis.resolution import resolution_cost
+from analysis.results import AuditRun, PanelAudit, jsonable
+from analysis.retention import endpoint_retention, retention_bootstrap
 from analysis.selection import SelectionResult
-from analysis.transitions import RescueDamage, rescue_damage
+from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings, InvalidSetting
+from analysis.store import audit_key, table_rows, write_tables
+from analysis.summary_json import SCHEMA_VERSION, dumps, summary
+from analysis.token_ratios import token_ratios
+from analysis.transitions import rescue_damage
 from analysis.version import CODE_VERSION
-from warehouse.hashing import sha256_json
 from warehouse.progress import NULL_PROGRESS, Progress
 
-SCHEMA_VERSION = 1
-DEFAULT_HINT_FIELDS = ("question_type", "difficulty")
-
-
-@dataclass(frozen=True)
-class AuditSettings:
-    """Counts, seeds and thresholds of one audit (all stored with the results)."""
-
-    gap: float = 0.05
-    seed: int = 20260821
-    draws: int = 5000
-    splits: int = 5000
-    null_draws: int = 200
-    null_splits: int = 250
-    null_seed: int | None = (
-        None  # default: seed + 1 (separate from the replay, as the paper)
-    )
-    retention_threshold: float = 0.75
-    excess_threshold: float = 0.05
-    level: float = 0.95
-    nulls: bool = True
-    sensitivity: bool = False
-    pair_draws: int = 2000
-    minimum_slice_rows: int = 10
-
-    def __post_init__(self) -> None:
-        for name in ("draws", "splits", "null_draws", "null_splits", "pair_draws"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"`{name}` must be non-negative")
-        if not 0 <= self.gap <= 1:
-            raise ValueError("`gap` must lie in [0, 1]")
-        if not 0 < self.level < 1:
-            raise ValueError("`level` must lie in (0, 1)")
-
-    @property
-    def effective_null_seed(self) -> int:
-        return self.seed + 1 if self.null_seed is None else self.null_seed
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["null_seed"] = self.effective_null_seed
-        return out
-
-
-@dataclass(frozen=True)
-class PanelAudit(ResultMixin):
-    """Every statistic of one panel, with the inputs' fingerprint and code version."""
-
-    panel: Mapping[str, Any]
-    settings: Mapping[str, Any]
-    input_fingerprint: str
-    code_version: str
-    readers: list[dict[str, Any]]
-    endpoint: EndpointRetention
-    retention_family_row: RetentionBootstrap
-    retention_row: RetentionBootstrap
-    eiv: EIVResult
-    eiv_headroom: EIVResult
-    split: SplitAudit
-    sensitivity: Mapping[str, FlipReplay]
-    transitions: RescueDamage
-    resolution: ResolutionCost
-    nulls: list[NullComparison]
-    replay: Mapping[str, Any]
-    warnings: list[str]
-    declared_pairs: list[DeclaredPairResult] = field(default_factory=list)
-    reasons: Mapping[str, str] = field(default_factory=dict)
-    arrays: PanelArrays | None = field(
-        default=None, repr=False, compare=False, metadata={"json": False}
-    )
-
-    def stat_rows(self) -> list[StatRow]:
-        rows = self.endpoint.stat_rows()
-        for part in (
-            self.retention_family_row,
-            self.retention_row,
-            self.eiv,
-            self.eiv_headroom,
-            self.split,
-            self.transitions,
-            self.resolution,
-            *self.nulls,
-        ):
-            rows += part.stat_rows()
-        for name, flips in self.sensitivity.items():
-            rows += flips.stat_rows(suffix=f"[{name}]")
-        for pair in self.declared_pairs:
-            rows += pair.stat_rows()
-        return rows
-
-
-def _warnings(panel: PanelArrays, endpoint: EndpointRetention, gap: float) -> list[str]:
-    m, n = panel.raw.shape
-    out = list(panel.info.get("warnings", []))
-    if m < 2:
-        out.append(
-            "At least two readers are required for any comparison; pair statistics are null."
-        )
-    elif m == 2:
-        out.append(
-            "This is an observed pair comparison. It does not screen a broader reader ranking."
-        )
-    else:
-        out.append(
-            "No fixed reader count has been validated as sufficient to screen unseen readers "
-            "or all broader-panel reversals."
-        )
-    if len(set(panel.families)) < 3:
-        out.append("Fewer than three reader families.")
-    if len(set(panel.families)) < 2:
-        out.append(
-            "One reader family: the family-by-row bootstrap cannot vary the reader set."
-        )
-    if m >= 2 and not np.isfinite(endpoint.retention):
-        out.append(
-            f"The raw endpoint gap is below {gap * 100:g}pp, so endpoint retention is inadmissible."
-        )
-    if n < 4:
-        out.append(f"Only {n} row(s): split halves are too small for split statistics.")
-    if np.array_equal(panel.raw, panel.comp):
-        out.append(
-            "Raw and compressed scores are identical: compression changed no score."
-        )
-    if not panel.is_binary:
-        out.append(
-            "Scores are not all 0/1: exact McNemar, the independent-uniform null and "
-            "rescue/damage shares are not defined (continuous changes are reported instead)."
-        )
-    verdict = panel.info.get("verdict")
-    if verdict and verdict != "verified":
-        out.append(
-            f"Artifact identity verdict is {verdict!r}: {panel.info.get('verdict_detail') or ''}".strip()
-        )
-    return out
-
-
-def ragscale_replay_fields(
-    panel: PanelArrays,
-    endpoint: EndpointRetention,
-    flips: FlipReplay,
-    transitions: RescueDamage,
-    warnings: Sequence[str],
-) -> dict[str, Any]:
-    """ragscale's ``replay-audit`` result fields, computed by this package."""
-    m = len(panel.readers)
-    binary = panel.is_binary
-    document = {
-        "readers": list(panel.readers),
-        "families": sorted(set(panel.families)),
-        "rows": len(panel.items),
-        "metric": panel.metric,
-        "raw_policy_id": panel.info.get("raw_policy_id"),
-        "endpoint_readers": [endpoint.weak, endpoint.strong],
-        "raw_endpoint_span": endpoint.raw_span,
-        "compressed_endpoint_span": endpoint.compressed_span,
-        "endpoint_retention": endpoint.retention,
-        "full_sample_eligible_pairs": flips.full_sample_eligible_pairs,
-        "full_sample_compressed_reversals": flips.full_sample_compressed_reversals,
-        "median_raw_replay_flips": flips.median_raw_rate,
-        "median_compressed_flips": flips.median_compressed_rate,
-        "median_excess_flips": flips.median_excess,
-        "excess_flip_split_interval": flips.excess_interval,
-        "rescue_share": transitions.pooled_rescue if binary else None,
-        "raw_correct_damage": transitions.pooled_damage if binary else None,
-        "outcome": "observed-pair-audited" if m == 2 else "observed-panel-audited",
-        "warnings": list(warnings),
-    }
-    reasons = {
-        "endpoint_retention": endpoint.reasons.get("retention"),
-        "median_raw_replay_flips": flips.reasons.get("median_raw_rate"),
-        "median_compressed_flips": flips.reasons.get("median_compressed_rate"),
-        "median_excess_flips": flips.reasons.get("median_excess"),
-        "excess_flip_split_interval": flips.reasons.get("excess_interval"),
-        "rescue_share": None if binary else "scores are not all 0/1",
-        "raw_correct_damage": transitions.reasons.get("pooled_damage")
-        if binary
-        else "scores are not all 0/1",
-        "raw_policy_id": "the input names no raw policy",
-    }
-    document = jsonable(document)
-    for key in list(document):
-        if document[key] is None:
-            document[f"{key}_reason"] = reasons.get(key) or "undefined"
-    return document
+__all__ = [
+    "DEFAULT_HINT_FIELDS",
+    "SCHEMA_VERSION",
+    "AuditRun",
+    "AuditSettings",
+    "InvalidSetting",
+    "PanelAudit",
+    "audit_key",
+    "audit_panel",
+    "audit_warehouse",
+    "dumps",
+    "pair_audit",
+    "pair_seed",
+    "ragscale_replay_fields",
+    "replay_audit_file",
+    "summary",
+    "table_rows",
+    "write_folder",
+    "write_tables",
+]
 
 
 def audit_panel(
@@ -296,7 +140,7 @@ def audit_panel(
                 )  # fmt: skip
             )
         progress.finish()
-    warnings = _warnings(panel, endpoint, s.gap)
+    warnings = panel_warnings(panel, endpoint, s.gap)
     mu_raw, mu_comp = raw.mean(axis=1), comp.mean(axis=1)
     reader_rows = [
         {
@@ -344,6 +188,7 @@ def audit_panel(
         sensitivity=sensitivity,
         transitions=transitions,
         resolution=resolution,
+        token_ratios=token_ratios(panel, resolution),
         nulls=nulls,
         replay=ragscale_replay_fields(
             panel, endpoint, split.flips, transitions, warnings
@@ -367,11 +212,8 @@ def pair_audit(
     s = settings or AuditSettings()
     data = pair_input_from_panel(panel, current, candidate)
     if hint_fields is not None:
-        data = type(data)(
-            **{
-                **data.__dict__,
-                "hints": {k: v for k, v in data.hints.items() if k in hint_fields},
-            }
+        data = dataclasses.replace(
+            data, hints={k: v for k, v in data.hints.items() if k in hint_fields}
         )
     return declared_pair(
         data,
@@ -384,319 +226,86 @@ def pair_audit(
     )
 
 
-# ---------------------------------------------------------------- outputs
-
-
-def summary(
-    audits: Sequence[PanelAudit],
-    *,
-    pairs: Sequence[DeclaredPairResult] = (),
-    selections: Sequence[SelectionResult] = (),
-    comparison: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """The ``summary.json`` document (deterministic: no clock, sorted inputs)."""
-    out: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "code_version": CODE_VERSION,
-    }
-    if comparison:
-        out["comparison"] = dict(comparison)
-        out["metrics"] = [pair.to_dict() for pair in pairs]
-    out["panels"] = [audit.to_dict() for audit in audits]
-    if selections:
-        out["selection"] = [selection.to_dict() for selection in selections]
-    return out
-
-
-def dumps(document: Mapping[str, Any]) -> str:
-    """Strict JSON (``allow_nan=False``: a NaN here is a bug, not an output)."""
-    return (
-        json.dumps(jsonable(document), indent=2, allow_nan=False, ensure_ascii=False)
-        + "\n"
-    )
-
-
-def write_folder(
-    folder: str | Path,
-    document: Mapping[str, Any],
-    audits: Sequence[PanelAudit],
-    *,
-    pairs: Sequence[DeclaredPairResult] = (),
-    selections: Sequence[SelectionResult] = (),
-) -> dict[str, Path]:
-    """``summary.json``, ``REPORT.md`` and a self-contained ``report.html``."""
-    from analysis.report import html_report, markdown_report
-
-    target = Path(folder)
-    target.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "summary": target / "summary.json",
-        "report": target / "REPORT.md",
-        "html": target / "report.html",
-    }
-    paths["summary"].write_text(dumps(document), encoding="utf-8")
-    paths["report"].write_text(
-        markdown_report(document, audits, pairs=pairs, selections=selections),
-        encoding="utf-8",
-    )
-    paths["html"].write_text(
-        html_report(document, audits, pairs=pairs, selections=selections),
-        encoding="utf-8",
-    )
-    return paths
-
-
-def audit_key(panel_id: str, mode: str, pair: tuple[str, str] | None = None) -> str:
-    """Stable key of one audit of one panel (mode and declared pair included)."""
-    return sha256_json(
-        {"panel_id": panel_id, "mode": mode, "pair": list(pair) if pair else None}
-    )[7:23]
-
-
-def table_rows(
-    audit_id: str,
-    panel_id: str,
-    metric: str,
-    rows: Sequence[StatRow],
-    *,
-    seed: int,
-    draws: int,
-    fingerprint: str,
-) -> list[tuple[Any, ...]]:
-    """``analysis.statistics`` rows (non-finite numbers become NULL with a reason)."""
-    out = []
-    for row in rows:
-        estimate = (
-            row.estimate
-            if row.estimate is not None and np.isfinite(row.estimate)
-            else None
-        )
-        low = row.low if row.low is not None and np.isfinite(row.low) else None
-        high = row.high if row.high is not None and np.isfinite(row.high) else None
-        reason = row.reason if estimate is None else None
-        if estimate is None and not reason:
-            reason = "undefined"
-        out.append(
-            (
-                audit_id,
-                panel_id,
-                metric,
-                row.statistic,
-                estimate,
-                low,
-                high,
-                reason,
-                json.dumps(jsonable(dict(row.counts)), sort_keys=True, allow_nan=False),
-                seed,
-                draws,
-                fingerprint,
-                CODE_VERSION,
-            )  # fmt: skip
-        )
-    return out
-
-
-def write_tables(
-    con,
-    audits: Sequence[PanelAudit],
-    *,
-    pairs: Sequence[tuple[PanelAudit, DeclaredPairResult]] = (),
-    selections: Sequence[tuple[str, str, SelectionResult]] = (),
-) -> int:  # noqa: ANN001
-    """Replace these audits' rows in ``analysis.audits`` / ``statistics`` / ``reader_results``.
-
-    Runs in one transaction; reruns replace rows by audit id (idempotent).
-    """
-    from warehouse import transaction
-
-    written = 0
-    with transaction(con):
-        for audit in audits:
-            panel_id = audit.panel["panel_id"]
-            key = audit_key(panel_id, "panel")
-            settings = audit.settings
-            _replace_audit(
-                con,
-                key,
-                panel_id,
-                audit.panel["panel_name"],
-                audit.panel["metric"],
-                "panel",
-                None,
-                audit.input_fingerprint,
-                settings,
-                dumps(audit.to_dict()),
-            )
-            rows = table_rows(
-                key,
-                panel_id,
-                audit.panel["metric"],
-                audit.endpoint.stat_rows()
-                + [
-                    r
-                    for part in (
-                        audit.retention_family_row,
-                        audit.retention_row,
-                        audit.eiv,
-                        audit.eiv_headroom,
-                        audit.split,
-                        audit.transitions,
-                        audit.resolution,
-                        *audit.nulls,
-                    )
-                    for r in part.stat_rows()
-                ]
-                + [
-                    r
-                    for name, f in audit.sensitivity.items()
-                    for r in f.stat_rows(suffix=f"[{name}]")
-                ],
-                seed=settings["seed"],
-                draws=settings["draws"],
-                fingerprint=audit.input_fingerprint,
-            )
-            written += _insert_statistics(con, key, rows)
-            con.executemany(
-                "insert into analysis.reader_results values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        key,
-                        panel_id,
-                        r["reader"],
-                        r["family"],
-                        r["raw_mean"],
-                        r["compressed_mean"],
-                        r["gain"],
-                        r.get("rescue_share", r.get("mean_positive_change_pp")),
-                        r.get("damage_share", r.get("mean_negative_change_pp")),
-                        r["cells"],
-                        CODE_VERSION,
-                    )  # fmt: skip
-                    for r in audit.readers
-                ],
-            )
-        for audit, pair in pairs:
-            panel_id = audit.panel["panel_id"]
-            key = audit_key(
-                panel_id, "declared-pair", (pair.current_reader, pair.candidate_reader)
-            )
-            settings = dict(audit.settings)
-            _replace_audit(
-                con,
-                key,
-                panel_id,
-                audit.panel["panel_name"],
-                pair.metric,
-                "declared-pair",
-                f"{pair.current_reader} -> {pair.candidate_reader}",
-                audit.input_fingerprint,
-                {**settings, "pair_seed": pair.bootstrap_seed},
-                dumps(pair.to_dict()),
-            )
-            rows = table_rows(
-                key,
-                panel_id,
-                pair.metric,
-                pair.stat_rows(),
-                seed=pair.bootstrap_seed or 0,
-                draws=pair.bootstrap_draws,
-                fingerprint=audit.input_fingerprint,
-            )
-            written += _insert_statistics(con, key, rows)
-        for panel_id, fingerprint, selection in selections:
-            key = audit_key(panel_id, "selection")
-            _replace_audit(
-                con,
-                key,
-                panel_id,
-                panel_id,
-                "",
-                "selection",
-                selection.baseline,
-                fingerprint,
-                {
-                    "draws": selection.draws,
-                    "seed": selection.seed,
-                    "resampling": selection.resampling,
-                },
-                dumps(selection.to_dict()),
-            )
-            rows = table_rows(
-                key,
-                panel_id,
-                "",
-                selection.stat_rows(),
-                seed=selection.seed or 0,
-                draws=selection.draws,
-                fingerprint=fingerprint,
-            )
-            written += _insert_statistics(con, key, rows)
-    return written
-
-
-def _replace_audit(
-    con, key, panel_id, panel_name, metric, mode, pair, fingerprint, settings, document
-) -> None:  # noqa: ANN001
-    for table in ("statistics", "reader_results", "audits"):
-        con.execute(f"delete from analysis.{table} where audit_id = ?", [key])
-    con.execute(
-        "insert into analysis.audits (audit_id, panel_id, panel_name, metric, mode, declared_pair, "
-        "input_fingerprint, code_version, seed, settings_json, summary_json, created_at) "
-        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
-        [
-            key,
-            panel_id,
-            panel_name,
-            metric,
-            mode,
-            pair,
-            fingerprint,
-            CODE_VERSION,
-            settings.get("seed"),
-            json.dumps(jsonable(settings), sort_keys=True),
-            document,
-        ],
-    )
-
-
-def _insert_statistics(con, key: str, rows: list[tuple[Any, ...]]) -> int:  # noqa: ANN001
-    seen: dict[str, int] = {}
-    unique = []
-    for row in rows:  # a statistic name appears once per audit
-        name = row[3]
-        seen[name] = seen.get(name, 0) + 1
-        unique.append(
-            row if seen[name] == 1 else (*row[:3], f"{name}#{seen[name]}", *row[4:])
-        )
-    if unique:
-        con.executemany(
-            "insert into analysis.statistics (audit_id, panel_id, metric, statistic, estimate, "
-            "interval_low, interval_high, reason, counts_json, seed, draws, input_fingerprint, "
-            "code_version) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            unique,
-        )
-    return len(unique)
-
-
-# ---------------------------------------------------------------- entry points
-
-
-@dataclass(frozen=True)
-class AuditRun:
-    """What one ``ragledger audit`` / ``replay-audit`` call produced."""
-
-    audits: list[PanelAudit]
-    pairs: list[tuple[PanelAudit, DeclaredPairResult]]
-    selections: list[tuple[str, str, SelectionResult]]
-    document: dict[str, Any]
-    paths: dict[str, Path]
-    rows_written: int
-    messages: list[str]
-
-
 def pair_seed(seed: int, metric: str, metric_order: Sequence[str]) -> int:
     """ragscale's per-metric seed: run seed + the metric's 0-based index in the run's order."""
     return seed + (list(metric_order).index(metric) if metric in metric_order else 0)
+
+
+def _suggestion(name: str, known: Sequence[str]) -> str | None:
+    """The closest known reader to ``name`` (full id, or the part after the last "/")."""
+    lowered = {reader.lower(): reader for reader in known}
+    short = {reader.rsplit("/", 1)[-1].lower(): reader for reader in known}
+    for table in (lowered, short):
+        found = difflib.get_close_matches(name.lower(), list(table), n=1, cutoff=0.6)
+        if found:
+            return table[found[0]]
+    return None
+
+
+def check_declared_readers(
+    panels: Sequence[PanelArrays], current: str, candidate: str
+) -> None:
+    """Refuse a declared reader no chosen panel has, with a did-you-mean and the readers.
+
+    One line: ``--current 'x' is not a reader of the chosen panels; did you mean
+    'y'? readers: a, b, c``.
+    """
+    from warehouse.errors import WarehouseError
+
+    known = sorted({reader for panel in panels for reader in panel.readers})
+    for option, name in (("--current", current), ("--candidate", candidate)):
+        if name in known:
+            continue
+        close = _suggestion(name, known)
+        hint = f"did you mean {close!r}? " if close else "no reader is close; "
+        raise WarehouseError(
+            f"{option} {name!r} is not a reader of the chosen panels; {hint}"
+            f"readers: {', '.join(known) if known else '(none)'}"
+        )
+
+
+def _selections(
+    path: str | Path,
+    *,
+    baseline: str | None,
+    stratify_by: str | None,
+    cluster_by: str | None,
+    draws: int,
+    seed: int,
+    messages: list[str],
+) -> list[tuple[str, str, SelectionResult]]:
+    """Context-selection accuracy per dataset x metric x reader (section 11)."""
+    from analysis.panel import read_selection_outcomes
+    from analysis.selection import selection_accuracy
+
+    out: list[tuple[str, str, SelectionResult]] = []
+    for outcomes in read_selection_outcomes(
+        path, group_columns=[c for c in (stratify_by, cluster_by) if c]
+    ):
+        label = f"{outcomes.dataset_id} / {outcomes.metric} / {outcomes.reader_id}"
+        if not outcomes.items:
+            messages.append(
+                f"selection {label}: no question is scored at every seed by every method"
+            )
+            continue
+        base = (
+            baseline
+            if baseline in outcomes.scores
+            else (outcomes.raw_methods[0] if outcomes.raw_methods else None)
+        )
+        result = selection_accuracy(
+            outcomes.scores, baseline=base, draws=draws, seed=seed,
+            strata=outcomes.groups.get(stratify_by) if stratify_by else None,
+            clusters=outcomes.groups.get(cluster_by) if cluster_by else None,
+        )  # fmt: skip
+        key = f"selection:{outcomes.dataset_id}:{outcomes.metric}:{outcomes.reader_id}"
+        result = dataclasses.replace(result, label=key)
+        out.append((key, outcomes.fingerprint(), result))
+        if outcomes.dropped_items:
+            messages.append(
+                f"{key}: {outcomes.dropped_items} question(s) lacking a seed or method were left out"
+            )
+    return out
 
 
 def audit_warehouse(
@@ -716,22 +325,22 @@ def audit_warehouse(
     cluster_by: str | None = None,
     selection_draws: int = 2000,
     selection_seed: int = 5768,
+    snapshot_id: int | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> AuditRun:
-    """Read panels (read-only), audit them, then write ``analysis.*`` in one transaction."""
-    from analysis.panel import list_panels, read_panel, read_selection_outcomes
-    from analysis.selection import selection_accuracy
+    """Read panels (read-only), audit them, then write ``analysis.*`` in one transaction.
+
+    With ``current`` and ``candidate`` each panel holding both readers also gets
+    the declared pair (``PanelAudit.declared_pairs`` and the run's ``pairs``).
+    ``snapshot_id`` is recorded on every ``analysis.audits`` row written.
+    """
+    from analysis.panel import list_panels, read_panel
     from warehouse import WarehouseError, connect
 
     s = settings or AuditSettings()
     if (current is None) != (candidate is None):
         raise WarehouseError("declared-pair mode needs both --current and --candidate")
     available = list_panels(path)
-    chosen = [
-        p
-        for p in available
-        if not panels or p["panel_id"] in panels or p["panel_name"] in panels
-    ]
     missing = [
         name
         for name in panels
@@ -741,9 +350,17 @@ def audit_warehouse(
         raise WarehouseError(
             f"no panel {missing[0]!r} in marts.dim_panels; see `ragledger panels`"
         )
+    chosen = [
+        p
+        for p in available
+        if not panels or p["panel_id"] in panels or p["panel_name"] in panels
+    ]
     messages: list[str] = []
     arrays = [read_panel(path, p["panel_id"]) for p in chosen]
-    if current is not None:
+    if current is not None and candidate is not None:
+        if not arrays:
+            raise WarehouseError("no panels to audit; run `ragledger build` first")
+        check_declared_readers(arrays, current, candidate)
         with_pair = [
             a for a in arrays if current in a.readers and candidate in a.readers
         ]
@@ -761,11 +378,11 @@ def audit_warehouse(
         raise WarehouseError("no panels to audit; run `ragledger build` first")
     audits = [audit_panel(a, s, progress=progress) for a in arrays]
     pairs: list[tuple[PanelAudit, DeclaredPairResult]] = []
-    if current is not None:
+    if current is not None and candidate is not None:
         order = (
             list(metric_order) if metric_order else sorted({a.metric for a in arrays})
         )
-        for audit, panel in zip(audits, arrays, strict=True):
+        for k, panel in enumerate(arrays):
             result = pair_audit(
                 panel,
                 current,
@@ -774,38 +391,18 @@ def audit_warehouse(
                 seed=pair_seed(s.seed, panel.metric, order),
                 hint_fields=hint_fields,
             )
-            pairs.append((audit, result))
+            audits[k] = dataclasses.replace(audits[k], declared_pairs=[result])
+            pairs.append((audits[k], result))
         rank = {metric: k for k, metric in enumerate(order)}
         pairs.sort(
             key=lambda item: (rank.get(item[1].metric, len(rank)), item[1].metric)
         )
     selections: list[tuple[str, str, SelectionResult]] = []
     if selection:
-        for outcomes in read_selection_outcomes(
-            path, group_columns=[c for c in (stratify_by, cluster_by) if c]
-        ):
-            if not outcomes.items:
-                messages.append(
-                    f"selection {outcomes.dataset_id} / {outcomes.metric} / {outcomes.reader_id}: no question is scored at every seed by every method"
-                )
-                continue
-            base = (
-                baseline
-                if baseline in outcomes.scores
-                else (outcomes.raw_methods[0] if outcomes.raw_methods else None)
-            )
-            result = selection_accuracy(
-                outcomes.scores, baseline=base, draws=selection_draws, seed=selection_seed,
-                strata=outcomes.groups.get(stratify_by) if stratify_by else None,
-                clusters=outcomes.groups.get(cluster_by) if cluster_by else None,
-            )  # fmt: skip
-            key = f"selection:{outcomes.dataset_id}:{outcomes.metric}:{outcomes.reader_id}"
-            result = dataclasses.replace(result, label=key)
-            selections.append((key, outcomes.fingerprint(), result))
-            if outcomes.dropped_items:
-                messages.append(
-                    f"{key}: {outcomes.dropped_items} question(s) lacking a seed or method were left out"
-                )
+        selections = _selections(
+            path, baseline=baseline, stratify_by=stratify_by, cluster_by=cluster_by,
+            draws=selection_draws, seed=selection_seed, messages=messages,
+        )  # fmt: skip
     comparison = {"current": current, "candidate": candidate} if current else None
     document = summary(
         audits,
@@ -817,7 +414,9 @@ def audit_warehouse(
     if write_tables_:
         con = connect(path)
         try:
-            written = write_tables(con, audits, pairs=pairs, selections=selections)
+            written = write_tables(
+                con, audits, pairs=pairs, selections=selections, snapshot_id=snapshot_id
+            )
         finally:
             con.close()
     paths: dict[str, Path] = {}
@@ -832,6 +431,38 @@ def audit_warehouse(
     return AuditRun(audits, pairs, selections, document, paths, written, messages)
 
 
+def metrics_in_file_order(path: str | Path) -> list[str] | None:
+    """The metrics of a ragscale file in order of first appearance, or None if unreadable.
+
+    ragscale writes ``paired_scores.csv`` ordered by dataset, then readers, then
+    metrics in the run's configured order, so the first metric of the file is
+    the run's first metric. Any problem (missing file, bad encoding, no
+    ``metric`` column) returns None and the reader proper reports it.
+    """
+    target = Path(path)
+    found: dict[str, None] = {}
+    try:
+        with target.open(newline="", encoding="utf-8") as handle:
+            if target.suffix == ".jsonl":
+                for text in handle:
+                    if text.strip():
+                        record = json.loads(text)
+                        if isinstance(record, dict) and "metric" in record:
+                            found.setdefault(str(record["metric"]), None)
+            else:
+                rows = csv.reader(handle)
+                header = next(rows, None)
+                if not header or "metric" not in header:
+                    return None
+                column = header.index("metric")
+                for row in rows:
+                    if len(row) > column:
+                        found.setdefault(row[column], None)
+    except (OSError, UnicodeDecodeError, ValueError, csv.Error):
+        return None
+    return list(found) or None
+
+
 def replay_audit_file(
     input_path: str | Path,
     *,
@@ -843,18 +474,32 @@ def replay_audit_file(
     """ragscale's ``replay-audit`` on its own ``paired_scores.csv``, plus every statistic here.
 
     ``summary.json`` keeps ragscale's result fields at the top level (same names)
-    and adds ``panel`` with this package's full audit.
+    and adds ``panel`` with this package's full audit. Without ``metric`` a file
+    holding several metrics is audited on its first metric in the file's order
+    (ragscale's configured order); ``messages`` and ``metric_default`` say so.
     """
     from analysis.ragscale_files import read_panel_csv
 
-    panel = read_panel_csv(input_path, metric)
+    messages: list[str] = []
+    available = metrics_in_file_order(input_path) if metric is None else None
+    chosen = metric
+    if metric is None and available and len(available) > 1:
+        chosen = available[0]
+        messages.append(
+            f"{Path(input_path).name} holds metrics {', '.join(available)}; auditing "
+            f"{chosen}, the first in the file (ragscale's metric order); pass --metric "
+            "to choose another"
+        )
+    panel = read_panel_csv(input_path, chosen)
     audit = audit_panel(panel, settings, progress=progress)
     document = {
         **audit.replay,
         "schema_version": SCHEMA_VERSION,
         "code_version": CODE_VERSION,
         "input": str(Path(input_path).name),
+        "metric_default": metric is None,
+        "metrics_in_input": available if available is not None else [panel.metric],
         "panel": audit.to_dict(),
     }
     paths = write_folder(output, document, [audit]) if output is not None else {}
-    return AuditRun([audit], [], [], document, paths, 0, [])
+    return AuditRun([audit], [], [], document, paths, 0, messages)

@@ -6,7 +6,12 @@ Point estimates follow ragscale 0.5.1 exactly: ``upgrade = mean(b) - mean(a)``
 (difference of means), ``retention = compressed / raw`` when ``|raw| >= gap``
 (absolute value, so a negative raw upgrade still gets a ratio), and the outcome
 label in the order insufficient-raw-separation, observed-order-reversed,
-observed-upgrade-attenuated, observed-upgrade-preserved. The row bootstrap
+observed-upgrade-attenuated, observed-upgrade-preserved. Those fields keep
+ragscale's names and values for parity; beside them ``raw_direction`` says
+whether the declared pair is an upgrade or a downgrade (sign of the raw
+upgrade), ``directional_outcome`` names a downgrade as one
+(``observed-downgrade-attenuated`` where ragscale says
+``observed-upgrade-attenuated``) and ``notes`` says so in a sentence. The row bootstrap
 draws one ``rng.integers(0, n, size=(draws, n))`` matrix from
 ``default_rng(seed)``, shares it by all four arrays and takes per draw the mean
 of the paired differences; ragscale's seed is ``run.seed + metric index``.
@@ -33,6 +38,7 @@ OUTCOMES = (
     "observed-upgrade-preserved",
 )
 CHANGED_EXAMPLE_METRICS = ("exact_match", "em")
+DIRECTIONS = ("upgrade", "downgrade", "tie")
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,9 @@ class DeclaredPairResult(ResultMixin):
     bootstrap_draws: int
     retention_draws_used: int
     gap: float
+    raw_direction: str
+    directional_outcome: str
+    notes: list[str] = field(default_factory=list)
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
@@ -116,6 +125,8 @@ class DeclaredPairResult(ResultMixin):
                     **counts,
                     "draws_used": self.retention_draws_used,
                     "outcome": self.outcome,
+                    "raw_direction": self.raw_direction,
+                    "directional_outcome": self.directional_outcome,
                 },
                 self.reasons.get("upgrade_retention"),
             ),
@@ -168,6 +179,42 @@ def outcome_label(
     if retention < threshold:
         return OUTCOMES[2]
     return OUTCOMES[3]
+
+
+def raw_direction(raw_upgrade: float) -> str:
+    """``upgrade`` (candidate above current on raw scores), ``downgrade`` or ``tie``."""
+    if raw_upgrade > 0:
+        return "upgrade"
+    if raw_upgrade < 0:
+        return "downgrade"
+    return "tie"
+
+
+def directional_outcome(outcome: str, direction: str) -> str:
+    """ragscale's outcome with "upgrade" read as "downgrade" for a declared downgrade.
+
+    ragscale applies its retention rule to ``|raw upgrade|``, so a downgrade
+    gets ``observed-upgrade-attenuated`` or ``-preserved``; the ratio is then
+    the share of the raw downgrade that stays visible under compression.
+    """
+    if direction == "downgrade" and outcome in OUTCOMES[2:]:
+        return outcome.replace("-upgrade-", "-downgrade-")
+    return outcome
+
+
+def direction_notes(
+    direction: str, raw_upgrade: float, retention: float, outcome: str, *, gap: float
+) -> list[str]:
+    """One sentence for a declared downgrade whose raw gap is at least ``gap``."""
+    if direction != "downgrade" or not abs(raw_upgrade) >= gap:
+        return []
+    share = f"{100 * retention:.1f}%" if np.isfinite(retention) else "not admissible"
+    return [
+        f"Declared downgrade: the candidate's raw score is {100 * -raw_upgrade:.1f}pp "
+        "below the current reader's. upgrade_retention and outcome keep ragscale's "
+        f"|upgrade| rule ({outcome}); here {share} is the share of the raw downgrade "
+        "still visible under compression."
+    ]
 
 
 def _is_binary(*arrays: np.ndarray) -> bool:
@@ -355,6 +402,8 @@ def declared_pair(
         reasons["raw_mcnemar_p"] = reasons["compressed_mcnemar_p"] = (
             "exact McNemar needs 0/1 scores"
         )
+    outcome = outcome_label(raw_up, comp_up, retention, gap=gap, threshold=threshold)
+    direction = raw_direction(raw_up)
     return DeclaredPairResult(
         metric=data.metric,
         current_reader=data.current,
@@ -378,7 +427,7 @@ def declared_pair(
         candidate_rescue=b_rescue,
         candidate_damage=b_damage,
         retention_alert_threshold=threshold,
-        outcome=outcome_label(raw_up, comp_up, retention, gap=gap, threshold=threshold),
+        outcome=outcome,
         slices=slices(data, gap=gap, minimum_rows=minimum_slice_rows),
         changed_examples=changed_examples(data),
         raw_mcnemar_p=raw_p,
@@ -387,6 +436,9 @@ def declared_pair(
         bootstrap_draws=draws,
         retention_draws_used=used,
         gap=gap,
+        raw_direction=direction,
+        directional_outcome=directional_outcome(outcome, direction),
+        notes=direction_notes(direction, raw_up, retention, outcome, gap=gap),
         reasons=reasons,
     )
 

@@ -1,4 +1,4 @@
-"""Paired errors-in-variables correlation of raw score and gain (section 3, App. A.4).
+"""Paired errors-in-variables correlation of raw score and gain (docs/statistics.md section 3).
 
 Notes
 -----
@@ -7,12 +7,22 @@ readers (denominator m - 1) of the reader means ``(a, d)``. With centred rows
 ``Rc``, ``Dc``: ``S_R = Rc Rc^T / (n (n - 1))`` and likewise ``S_D``, ``S_RD``;
 ``t(S) = tr(H S) / (m - 1)`` with ``H = I - 11^T / m``.
 ``M* = M - [[t(S_R), t(S_RD)], [t(S_RD), t(S_D)]]`` and
-``r_EIV = M*_12 / sqrt(M*_11 M*_22)``; slope ``M*_12 / M*_11``.
+``r_EIV = M*_12 / sqrt(M*_11 M*_22)`` when both corrected variances are
+positive; slope ``M*_12 / M*_11`` when ``M*_11 > 0``.
 
 The bootstrap evaluates the same formulas with weights: a draw's readers
 enter with multiplicity ``v`` (families drawn F of F) and its rows with counts
 ``w`` (n of n), so ``tr(H S) = sum_r v_r S_rr - v^T S v / m'`` over
 ``m' = sum v`` reader copies; every term is a matrix product over all draws.
+The point estimate is the same computation with ``v = 1`` and ``w = 1``.
+
+Zeros are exact. For 0/1 scores (gain variant) every moment is an integer
+numerator over ``n^2 (n - 1) m' (m' - 1)``; the numerators are formed in
+float64 from integers below 2**53, so they are exact and a zero variance is
+exactly zero. Otherwise (continuous scores, headroom) a moment whose size is at
+most :data:`RELATIVE_TOLERANCE` of the terms it is formed from is rounding
+residue and is set to zero, and a minimum eigenvalue within a few ulps of the
+eigenvalue scale is set to zero.
 """
 
 from __future__ import annotations
@@ -32,6 +42,24 @@ from analysis.bootstrap import (
 )
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 from analysis.retention import BATCH, family_codes
+
+#: A non-exact moment no larger than this share of its terms is set to zero.
+RELATIVE_TOLERANCE = 1e-10
+#: A minimum eigenvalue within this many ulps of the eigenvalue scale is zero.
+EIGENVALUE_ULPS = 8
+_EXACT_LIMIT = 2.0**52
+MOMENTS = ("M11", "M22", "M12", "C11", "C22", "C12")
+FIELDS = (
+    "m11",
+    "m22",
+    "m12",
+    "min_eigenvalue",
+    "r_unbounded",
+    "r_clipped",
+    "r_psd",
+    "slope",
+    "naive_r",
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +92,7 @@ class EIVResult(ResultMixin):
     non_psd_draws: int
     nonfinite_r_draws: int
     outside_unit_draws: int
+    undefined_draws: int
     seed: int | None
     reasons: Mapping[str, str] = field(default_factory=dict)
 
@@ -87,6 +116,7 @@ class EIVResult(ResultMixin):
             "non_psd_draws": self.non_psd_draws,
             "nonfinite_r_draws": self.nonfinite_r_draws,
             "outside_unit_draws": self.outside_unit_draws,
+            "undefined_draws": self.undefined_draws,
         }
         return [
             StatRow(
@@ -100,155 +130,215 @@ class EIVResult(ResultMixin):
         ]
 
 
-def _moments(
+def is_binary(*arrays: np.ndarray) -> bool:
+    """Every entry of every array is exactly 0 or 1."""
+    return all(bool(np.isin(array, (0.0, 1.0)).all()) for array in arrays)
+
+
+def exact_moments_fit(n: int, max_copies: float) -> bool:
+    """The integer numerators of :func:`_exact_moments` stay below 2**52."""
+    return 4.0 * max(max_copies, 1.0) ** 2 * float(n) ** 3 < _EXACT_LIMIT
+
+
+def _exact_moments(
+    raw: np.ndarray, gain: np.ndarray, weights: np.ndarray, readers: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Moments of 0/1 raw scores and -1/0/1 gains from exact integer numerators.
+
+    With ``A = w.x_r``, ``G = w.g_r``, ``Q = w.(x_r y_r)``, ``P = sum_k w_k (v.x_k)(v.y_k)``
+    and ``c = sum v``: ``M_xy n^2 c (c - 1) = c sum v A G - (sum v A)(sum v G)`` and
+    ``t_xy n^2 (n - 1) c (c - 1) = c (n sum v Q - sum v A G) - (n P - sum v A sum v G)``.
+    """
+    n = raw.shape[1]
+    v = readers
+    copies = v.sum(axis=1)
+    sums = weights @ np.vstack([raw, gain, raw * gain, gain * gain]).T
+    m = raw.shape[0]
+    A, G = sums[:, :m], sums[:, m : 2 * m]
+    Q = {"xx": A, "xy": sums[:, 2 * m : 3 * m], "yy": sums[:, 3 * m :]}  # x * x = x
+    vx, vy = v @ raw, v @ gain  # (B, n)
+    P = {
+        "xx": (weights * vx * vx).sum(axis=1),
+        "xy": (weights * vx * vy).sum(axis=1),
+        "yy": (weights * vy * vy).sum(axis=1),
+    }
+    total = {"x": (v * A).sum(axis=1), "y": (v * G).sum(axis=1)}
+    values = {"x": A, "y": G}
+    out: dict[str, np.ndarray] = {}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for key, (p, q) in {"11": "xx", "22": "yy", "12": "xy"}.items():
+            cross = (v * values[p] * values[q]).sum(axis=1)
+            between = copies * cross - total[p] * total[q]
+            within = copies * (n * (v * Q[p + q]).sum(axis=1) - cross) - (
+                n * P[p + q] - total[p] * total[q]
+            )
+            scale = float(n) ** 2 * copies * (copies - 1)
+            out["M" + key] = between / scale
+            out["C" + key] = ((n - 1) * between - within) / (scale * (n - 1))
+    return out
+
+
+def _float_moments(
     raw: np.ndarray,
     gain: np.ndarray,
     weights: np.ndarray,
     readers: np.ndarray,
     scale: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Corrected moments ``(M*11, M*22, M*12)`` for each draw.
+) -> dict[str, np.ndarray]:
+    """Moments in float64 with rounding residue below the tolerance set to zero.
 
-    ``weights`` (B, n) row counts summing to n, ``readers`` (B, m) reader
-    multiplicities, ``scale`` (B, m) per-reader factor applied to the gain rows.
+    ``scale`` (B, m) multiplies each reader's gain row (headroom); readers with
+    ``v = 0`` must carry a finite scale.
     """
     m, n = raw.shape
     stacked = np.vstack([raw, gain, raw * raw, gain * gain, raw * gain])  # (5m, n)
     sums = weights @ stacked.T  # one product for all five row sums
+    v = readers
     a = sums[:, :m] / n  # (B, m)
     d = (sums[:, m : 2 * m] / n) * scale
-    q_rr = sums[:, 2 * m : 3 * m]
-    q_dd = sums[:, 3 * m : 4 * m] * scale**2
-    q_rd = sums[:, 4 * m :] * scale
-    vr = readers @ raw  # (B, n): sum over reader copies of the raw row
-    vd = (readers * scale) @ gain
-    copies = readers.sum(axis=1)
-    va = (readers * a).sum(axis=1)
-    vdm = (readers * d).sum(axis=1)
+    q = {
+        "11": sums[:, 2 * m : 3 * m],
+        "22": sums[:, 3 * m : 4 * m] * scale**2,
+        "12": sums[:, 4 * m :] * scale,
+    }
+    vr = v @ raw  # (B, n): sum over reader copies of the raw row
+    vd = (v * scale) @ gain
+    copies = v.sum(axis=1)
     nn = n * (n - 1)
-    s_rr = (q_rr - n * a * a) / nn
-    s_dd = (q_dd - n * d * d) / nn
-    s_rd = (q_rd - n * a * d) / nn
-    vsv_rr = ((weights * vr * vr).sum(axis=1) - n * va * va / 1.0) / nn
-    vsv_dd = ((weights * vd * vd).sum(axis=1) - n * vdm * vdm) / nn
-    vsv_rd = ((weights * vr * vd).sum(axis=1) - n * va * vdm) / nn
-    # note: sum_k w_k (sum_r v_r (x_rk - a_r))^2 = sum_k w_k (v.x_k)^2 - n (v.a)^2
+    mean = {"x": a, "y": d}
+    rows = {"x": vr, "y": vd}
+    out: dict[str, np.ndarray] = {}
+    size: dict[str, np.ndarray] = {}
     with np.errstate(invalid="ignore", divide="ignore"):
-        t_rr = ((readers * s_rr).sum(axis=1) - vsv_rr / copies) / (copies - 1)
-        t_dd = ((readers * s_dd).sum(axis=1) - vsv_dd / copies) / (copies - 1)
-        t_rd = ((readers * s_rd).sum(axis=1) - vsv_rd / copies) / (copies - 1)
-        m11 = ((readers * a * a).sum(axis=1) - va * va / copies) / (copies - 1)
-        m22 = ((readers * d * d).sum(axis=1) - vdm * vdm / copies) / (copies - 1)
-        m12 = ((readers * a * d).sum(axis=1) - va * vdm / copies) / (copies - 1)
-    return m11 - t_rr, m22 - t_dd, m12 - t_rd
-
-
-def _derived(
-    m11: np.ndarray, m22: np.ndarray, m12: np.ndarray
-) -> dict[str, np.ndarray]:
-    """Correlations, slope and the minimum eigenvalue from corrected moments (vectorised)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = m12 / np.sqrt(m11 * m22)
-        slope = m12 / m11
-    half_trace = (m11 + m22) / 2
-    radius = np.sqrt(((m11 - m22) / 2) ** 2 + m12**2)
-    lam_min, lam_max = half_trace - radius, half_trace + radius
-    # PSD truncation: drop negative eigenvalues; a rank-one remainder has r = +-1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r_psd = np.where(
-            lam_min >= 0,
-            r,
-            np.where(lam_max > 0, np.sign(m12) + (m12 == 0) * np.nan, np.nan),
+        for key, (p, y) in {"11": "xx", "22": "yy", "12": "xy"}.items():
+            vp, vq = (v * mean[p]).sum(axis=1), (v * mean[y]).sum(axis=1)
+            s = (q[key] - n * mean[p] * mean[y]) / nn  # (B, m) per-reader S_rr
+            vsv = ((weights * rows[p] * rows[y]).sum(axis=1) - n * vp * vq) / nn
+            t = ((v * s).sum(axis=1) - vsv / copies) / (copies - 1)
+            big = ((v * mean[p] * mean[y]).sum(axis=1) - vp * vq / copies) / (
+                copies - 1
+            )
+            out["M" + key], out["C" + key] = big, big - t
+            if p == y:  # magnitudes of the terms each moment is formed from
+                between = (v * mean[p] ** 2).sum(axis=1) / (copies - 1)
+                within = (
+                    (v * q[key]).sum(axis=1) / nn
+                    + (weights * rows[p] ** 2).sum(axis=1) / (nn * copies)
+                ) / (copies - 1)
+                size["M" + key], size["C" + key] = between, between + within
+        size["M12"] = np.sqrt(size["M11"] * size["M22"])
+        size["C12"] = np.sqrt(size["C11"] * size["C22"])
+    for key in MOMENTS:
+        out[key] = np.where(
+            np.abs(out[key]) <= RELATIVE_TOLERANCE * size[key], 0.0, out[key]
         )
+    return out
+
+
+def _derived(moments: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Correlations, slope, minimum eigenvalue and PSD flag from corrected moments."""
+    m11, m22, m12 = moments["C11"], moments["C22"], moments["C12"]
+    positive = (m11 > 0) & (m22 > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(positive, m12 / np.sqrt(m11 * m22), np.nan)
+        slope = np.where(m11 > 0, m12 / m11, np.nan)
+        naive = np.where(
+            (moments["M11"] > 0) & (moments["M22"] > 0),
+            moments["M12"] / np.sqrt(moments["M11"] * moments["M22"]),
+            np.nan,
+        )
+    half_trace = (m11 + m22) / 2
+    radius = np.hypot((m11 - m22) / 2, m12)
+    lam_min, lam_max = half_trace - radius, half_trace + radius
+    ulps = EIGENVALUE_ULPS * np.finfo(float).eps * (np.abs(half_trace) + radius)
+    lam_min = np.where(np.abs(lam_min) <= ulps, 0.0, lam_min)
+    psd = lam_min >= 0
+    # PSD truncation: drop a negative eigenvalue; the rank-one remainder
+    # lam_max u u^T has r = sign(u_1 u_2) = sign(M*_12) (undefined when M*_12 = 0)
+    truncated = np.where((lam_max > 0) & (m12 != 0), np.sign(m12), np.nan)
+    r_psd = np.where(psd, np.clip(r, -1.0, 1.0), truncated)
     return {
         "r": r,
         "r_clipped": np.clip(r, -1.0, 1.0),
         "r_psd": r_psd,
         "slope": slope,
+        "naive_r": naive,
         "min_eigenvalue": lam_min,
+        "psd": psd,
+        "lam_max": lam_max,
     }
+
+
+def _moments(
+    raw: np.ndarray,
+    gain: np.ndarray,
+    weights: np.ndarray,
+    readers: np.ndarray,
+    scale: np.ndarray | None,
+) -> dict[str, np.ndarray]:
+    """Every moment of every draw: the exact path when it applies, else the float path."""
+    n = raw.shape[1]
+    if (
+        scale is None
+        and is_binary(raw, gain + raw)
+        and exact_moments_fit(n, float(readers.sum(axis=1).max(initial=0)))
+    ):
+        return _exact_moments(raw, gain, weights, readers)
+    if scale is None:
+        scale = np.ones_like(readers)
+    return _float_moments(raw, gain, weights, readers, scale)
+
+
+def _undefined(why: str) -> EIVEstimate:
+    return EIVEstimate(*(float("nan"),) * 9, reasons=dict.fromkeys(FIELDS, why))
 
 
 def eiv_point(
     raw: np.ndarray, comp: np.ndarray, /, *, headroom: bool = False
 ) -> EIVEstimate:
-    """The corrected correlation on the full panel (centred formulas, no weights)."""
+    """The corrected correlation on the full panel (every reader once, every row once)."""
     m, n = raw.shape
-    reasons: dict[str, str] = {}
     if m < 3 or n < 2:
-        why = (
+        return _undefined(
             "needs at least three readers and two rows"
             if m < 3
             else "needs at least two rows"
         )
-        nan = float("nan")
-        fields_ = (
-            "m11",
-            "m22",
-            "m12",
-            "min_eigenvalue",
-            "r_unbounded",
-            "r_clipped",
-            "r_psd",
-            "slope",
-            "naive_r",
-        )
-        return EIVEstimate(*(nan,) * 9, reasons=dict.fromkeys(fields_, why))
     gain = comp - raw
+    scale = None
     if headroom:
         mu = raw.mean(axis=1)
         if np.any(mu >= 1):
-            nan = float("nan")
-            why = "a reader has raw mean 1, so its headroom is zero"
-            fields_ = (
-                "m11",
-                "m22",
-                "m12",
-                "min_eigenvalue",
-                "r_unbounded",
-                "r_clipped",
-                "r_psd",
-                "slope",
-                "naive_r",
-            )
-            return EIVEstimate(*(nan,) * 9, reasons=dict.fromkeys(fields_, why))
-        gain = gain / (1 - mu)[:, None]
-    a, d = raw.mean(axis=1), gain.mean(axis=1)
-    big_m = np.cov(np.vstack([a, d]), ddof=1)
-    rc, dc = raw - a[:, None], gain - d[:, None]
-    nn = n * (n - 1)
-    s_r, s_d, s_rd = rc @ rc.T / nn, dc @ dc.T / nn, rc @ dc.T / nn
-    h = np.eye(m) - np.ones((m, m)) / m
-
-    def t(s: np.ndarray) -> float:
-        return float(np.trace(h @ s) / (m - 1))
-
-    m11 = big_m[0, 0] - t(s_r)
-    m22 = big_m[1, 1] - t(s_d)
-    m12 = big_m[0, 1] - t(s_rd)
-    out = _derived(np.array([m11]), np.array([m22]), np.array([m12]))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        naive = float(big_m[0, 1] / np.sqrt(big_m[0, 0] * big_m[1, 1]))
-    if m11 <= 0 or m22 <= 0:
+            return _undefined("a reader has raw mean 1, so its headroom is zero")
+        scale = (1.0 / (1.0 - mu))[None, :]
+    moments = _moments(raw, gain, np.ones((1, n)), np.ones((1, m)), scale)
+    out = {key: float(value[0]) for key, value in _derived(moments).items()}
+    reasons: dict[str, str] = {}
+    if not np.isfinite(out["r"]):
         reasons["r_unbounded"] = reasons["r_clipped"] = (
-            "a corrected variance is not positive"
+            "a corrected variance is not positive (M*_11 or M*_22 <= 0)"
         )
-        reasons["slope"] = reasons["r_unbounded"] if m11 <= 0 else ""
-        reasons = {k: v for k, v in reasons.items() if v}
-    if not np.isfinite(out["r_psd"][0]):
-        reasons["r_psd"] = "no positive eigenvalue remains after truncation"
-    if not np.isfinite(naive):
+    if not np.isfinite(out["slope"]):
+        reasons["slope"] = "the corrected raw-score variance M*_11 is not positive"
+    if not np.isfinite(out["r_psd"]):
+        if out["lam_max"] <= 0:
+            reasons["r_psd"] = "no positive eigenvalue remains after truncation"
+        else:
+            reasons["r_psd"] = (
+                "the truncated matrix has a zero variance, so its correlation is 0/0"
+            )
+    if not np.isfinite(out["naive_r"]):
         reasons["naive_r"] = "raw means or gains do not vary across readers"
     return EIVEstimate(
-        m11=float(m11),
-        m22=float(m22),
-        m12=float(m12),
-        min_eigenvalue=float(out["min_eigenvalue"][0]),
-        r_unbounded=float(out["r"][0]),
-        r_clipped=float(out["r_clipped"][0]),
-        r_psd=float(out["r_psd"][0]),
-        slope=float(out["slope"][0]),
-        naive_r=naive,
+        m11=float(moments["C11"][0]),
+        m22=float(moments["C22"][0]),
+        m12=float(moments["C12"][0]),
+        min_eigenvalue=out["min_eigenvalue"],
+        r_unbounded=out["r"],
+        r_clipped=out["r_clipped"],
+        r_psd=out["r_psd"],
+        slope=out["slope"],
+        naive_r=out["naive_r"],
         reasons=reasons,
     )
 
@@ -267,17 +357,21 @@ def eiv_bootstrap(
     """Family-by-row bootstrap of the whole corrected estimate, with boundary counts.
 
     Draw order: families ``(draws, F)`` first, then rows ``(draws, n)``, as in
-    :func:`analysis.retention.resampled_means`.
+    :func:`analysis.retention.resampled_means`. A draw is *undefined* (counted,
+    and left out of every other count) when it has fewer than three reader
+    copies or, for headroom, a drawn reader whose resampled raw mean is 1.
     """
     point = eiv_point(raw, comp, headroom=headroom)
     m, n = raw.shape
+    variant = "headroom" if headroom else "gain"
+    seed_value = seed if isinstance(seed, int) else None
     if m < 3 or n < 2:
         why = point.reasons.get(
             "r_clipped", "needs at least three readers and two rows"
         )
         return EIVResult(
-            "headroom" if headroom else "gain", point, Interval.undefined(), Interval.undefined(),
-            draws, 0, 0, 0, 0, 0, seed if isinstance(seed, int) else None,
+            variant, point, Interval.undefined(), Interval.undefined(),
+            draws, 0, 0, 0, draws, 0, draws, seed_value,
             {"interval": why, "psd_interval": why},
         )  # fmt: skip
     gain = comp - raw
@@ -285,49 +379,50 @@ def eiv_bootstrap(
     codes, n_families = family_codes(families)
     reader_weights = family_counts(rng, n_families, draws)[:, codes]  # (B, m)
     indices = row_indices(rng, n, draws)
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    parts: list[dict[str, np.ndarray]] = []
+    undefined = reader_weights.sum(axis=1) < 3
     limiter = single_blas()
     for start in range(0, draws, BATCH):
         weights = counts_from_indices(indices[start : start + BATCH], n)
         v = reader_weights[start : start + BATCH]
+        scale = None
         if headroom:
             mu = weights @ raw.T / n
-            with np.errstate(divide="ignore"):
-                scale = np.where(mu < 1, 1.0 / (1.0 - mu), np.nan)
-        else:
-            scale = np.ones_like(v)
+            at_one = (mu >= 1) & (v > 0)
+            undefined[start : start + BATCH] |= at_one.any(axis=1)
+            # an undrawn reader (v = 0) or a draw already undefined gets scale 1
+            scale = np.where(mu < 1, 1.0 / np.where(mu < 1, 1.0 - mu, 1.0), 1.0)
         parts.append(_moments(raw, gain, weights, v, scale))
     limiter.restore_original_limits()
-    if parts:
-        m11, m22, m12 = (np.concatenate(list(x)) for x in zip(*parts, strict=True))
-    else:
-        m11 = m22 = m12 = np.empty(0)
-    out = _derived(m11, m22, m12)
-    # a draw with fewer than three reader copies has no correlation across readers
-    few = reader_weights.sum(axis=1) < 3
-    out["r"] = np.where(few, np.nan, out["r"])
-    out["r_clipped"] = np.where(few, np.nan, out["r_clipped"])
-    out["r_psd"] = np.where(few, np.nan, out["r_psd"])
-    r = out["r"]
+    moments = {
+        key: np.concatenate([part[key] for part in parts]) if parts else np.empty(0)
+        for key in MOMENTS
+    }
+    out = _derived(moments)
+    formed = ~undefined
+    r = np.where(formed, out["r"], np.nan)
+    r_psd = np.where(formed, out["r_psd"], np.nan)
     finite = np.isfinite(r)
-    interval = percentile_interval(out["r_clipped"][finite], level)
-    psd = out["r_psd"]
+    interval = percentile_interval(np.clip(r[finite], -1.0, 1.0), level)
+    psd_interval = percentile_interval(r_psd[np.isfinite(r_psd)], level)
     reasons = {}
     if not interval.defined:
         reasons["interval"] = "no draw gave a finite corrected correlation"
-    if not np.isfinite(psd).any():
-        reasons["psd_interval"] = "no draw kept a positive eigenvalue"
+    if not psd_interval.defined:
+        reasons["psd_interval"] = "no draw gave a correlation after PSD truncation"
+    positive = (moments["C11"] > 0) & (moments["C22"] > 0)
     return EIVResult(
-        variant="headroom" if headroom else "gain",
+        variant=variant,
         estimate=point,
         interval=interval,
-        psd_interval=percentile_interval(psd[np.isfinite(psd)], level),
+        psd_interval=psd_interval,
         draws=draws,
         finite_draws=int(finite.sum()),
-        nonpositive_variance_draws=int(np.sum(~((m11 > 0) & (m22 > 0)))),
-        non_psd_draws=int(np.sum(~(out["min_eigenvalue"] >= 0))),
+        nonpositive_variance_draws=int(np.sum(formed & ~positive)),
+        non_psd_draws=int(np.sum(formed & ~out["psd"])),
         nonfinite_r_draws=int((~finite).sum()),
         outside_unit_draws=int(np.sum(finite & (np.abs(r) > 1))),
-        seed=seed if isinstance(seed, int) else None,
+        undefined_draws=int(undefined.sum()),
+        seed=seed_value,
         reasons=reasons,
     )

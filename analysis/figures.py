@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from analysis.formatting import fixed, signed
+
 if TYPE_CHECKING:
-    from analysis.audit import PanelAudit
+    from analysis.results import PanelAudit
 
 
 def _subplots(
@@ -110,7 +112,7 @@ def endpoint_upgrade(audit: PanelAudit) -> bytes:
         ax.text(
             x,
             value,
-            f"{value:+.1f}pp",
+            f"{signed(value)}pp",
             ha="center",
             va="bottom" if value >= 0 else "top",
             fontsize=9,
@@ -119,13 +121,11 @@ def endpoint_upgrade(audit: PanelAudit) -> bytes:
     ret = (
         "not admissible"
         if not np.isfinite(e.retention)
-        else f"{e.retention * 100:.1f}%"
+        else f"{fixed(e.retention * 100)}%"
     )
     text = f"retention {ret}"
     if interval.defined:
-        text += (
-            f" [{interval.low * 100:.1f}%, {interval.high * 100:.1f}%] family-by-row"
-        )
+        text += f" [{fixed(interval.low * 100)}%, {fixed(interval.high * 100)}%] family-by-row"
     ax.set_title(
         f"Endpoint upgrade {e.weak.split('/')[-1]} -> {e.strong.split('/')[-1]}\n{text}",
         fontsize=9,
@@ -147,7 +147,7 @@ def excess_distribution(audit: PanelAudit) -> bytes | None:
         flips.median_excess * 100,
         color="#d62728",
         linewidth=1.5,
-        label=f"median {flips.median_excess * 100:.1f}pp",
+        label=f"median {fixed(flips.median_excess * 100)}pp",
     )
     if flips.excess_interval.defined:
         for end in (flips.excess_interval.low, flips.excess_interval.high):

@@ -47,3 +47,12 @@ def critical_counts(max_trials: int, alpha: float = 0.05) -> np.ndarray:
         crit = np.where(ok, np.maximum(crit, low), crit)
     crit.setflags(write=False)
     return crit
+
+
+def significant(b: np.ndarray, c: np.ndarray, crit: np.ndarray) -> np.ndarray:
+    """Exact McNemar p < alpha for discordant counts ``b``, ``c`` (integer-valued floats).
+
+    ``crit`` is :func:`critical_counts` for at least ``max(b + c)`` trials.
+    """
+    total = (b + c).astype(np.int64)
+    return np.minimum(b, c).astype(np.int64) <= crit[total]

@@ -23,14 +23,14 @@ from typing import Literal
 import numpy as np
 
 from analysis.bootstrap import SeedLike, generator, single_blas
-from analysis.replay import (
+from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
+from analysis.splits import (
     halves,
     oriented_reversal,
     pair_indices,
     permutations,
     selection_mask,
 )
-from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 
 NullKind = Literal["independent-uniform", "row-exchangeable"]
 

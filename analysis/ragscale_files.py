@@ -22,6 +22,7 @@ import numpy as np
 
 from analysis.panel import PanelArrays, cells_to_arrays
 from warehouse.errors import InputError
+from warehouse.files import jsonl_records, read_csv
 
 REQUIRED = (
     "example_id",
@@ -74,44 +75,18 @@ def read_ragscale_file(path: str | Path) -> RagscaleFile:
 
 
 def _read_csv(target: Path) -> RagscaleFile:
-    records: list[dict[str, Any]] = []
-    lines: list[int] = []
-    with target.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        if reader.fieldnames is None:
-            raise InputError(
-                "Input contains no rows (empty file)", file=str(target), line=1
-            )
-        columns = tuple(reader.fieldnames)
-        line = reader.line_num + 1
-        for record in reader:
-            records.append(record)
-            lines.append(line)
-            line = reader.line_num + 1
-    return RagscaleFile(target, columns, records, lines)
+    table = read_csv(target)  # the reader `ingest ragscale` uses: same refusals
+    return RagscaleFile(target, table.header, table.records, table.lines)
 
 
 def _read_jsonl(target: Path) -> RagscaleFile:
     records: list[dict[str, Any]] = []
     lines: list[int] = []
     columns: dict[str, None] = {}
-    with target.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                value = json.loads(text)
-            except ValueError as error:
-                raise InputError(
-                    f"invalid JSON: {error}", file=str(target), line=number
-                ) from None
-            if not isinstance(value, dict):
-                raise InputError(
-                    "record is not an object", file=str(target), line=number
-                )
-            records.append(value)
-            lines.append(number)
-            columns.update(dict.fromkeys(value))
+    for number, value in jsonl_records(target):
+        records.append(value)
+        lines.append(number)
+        columns.update(dict.fromkeys(value))
     return RagscaleFile(target, tuple(columns), records, lines)
 
 
@@ -179,22 +154,31 @@ def read_panel_csv(
     The columnar route checks the same rules in bulk; any failure falls back to
     the row-by-row route, which raises the error with its file, line and column.
     """
-    target = Path(path)
-    if target.suffix != ".jsonl" and target.exists():
+    source = read_ragscale_file(path)  # refuses a malformed file, as ingest does
+    if source.path.suffix != ".jsonl":
         try:
-            panel = _columnar_panel(target, metric, hint_fields)
+            panel = _columnar_panel(
+                source.path, metric, hint_fields, rows=len(source.records)
+            )
         except Exception:  # noqa: BLE001 - any doubt: let the exact route decide
             panel = None
         if panel is not None:
             return panel
-    return panel_from_ragscale(
-        read_ragscale_file(target), metric, hint_fields=hint_fields
-    )
+    return panel_from_ragscale(source, metric, hint_fields=hint_fields)
 
 
 def _columnar_panel(
-    target: Path, metric: str | None, hint_fields: Sequence[str] | None
+    target: Path,
+    metric: str | None,
+    hint_fields: Sequence[str] | None,
+    *,
+    rows: int | None = None,
 ) -> PanelArrays | None:
+    """The panel read by pyarrow, or None when anything needs the exact route.
+
+    ``rows`` is the record count :func:`warehouse.files.read_csv` found; pyarrow
+    must find the same, or the file is left to the exact route.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyarrow import csv as pacsv
@@ -215,6 +199,8 @@ def _columnar_panel(
     )
     columns = tuple(table.column_names)
     if any(name not in columns for name in REQUIRED) or table.num_rows == 0:
+        return None
+    if rows is not None and table.num_rows != rows:
         return None
     metrics = sorted(set(table.column("metric").to_pylist()))
     if metric is None:
@@ -327,6 +313,17 @@ def _codes(column) -> tuple[list[str], np.ndarray]:  # noqa: ANN001
     ]
 
 
+def _check_complete(source: RagscaleFile) -> None:
+    """Every record holds every required field the file has (JSONL lines may not)."""
+    present = [name for name in REQUIRED if name in source.columns]
+    for line, record in zip(source.lines, source.records, strict=True):
+        for column in present:
+            if column not in record:
+                raise InputError(
+                    "missing field", file=str(source.path), line=line, column=column
+                )
+
+
 def panel_from_ragscale(
     source: RagscaleFile,
     metric: str | None = None,
@@ -340,6 +337,7 @@ def panel_from_ragscale(
     InputError
         Naming the file, the line and the column, in ragscale's check order.
     """
+    _check_complete(source)
     metric, positions = select_metric(source, metric)
     file = str(source.path)
     seen: dict[tuple[str, str], int] = {}

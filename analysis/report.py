@@ -5,39 +5,15 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis import figures
-from analysis.audit import PanelAudit
-from analysis.declared_pair import DeclaredPairResult
-from analysis.results import Interval
-from analysis.selection import SelectionResult
+from analysis.formatting import NA, num, pct, pp
+from analysis.results import Interval, PanelAudit
 
-NA = "not admissible"
-
-
-def pp(value: Any) -> str:
-    """100 x value to 1 decimal with "pp" (ragscale's format); undefined -> "not admissible"."""
-    return NA if not _finite(value) else f"{100 * float(value):.1f}pp"
-
-
-def pct(value: Any) -> str:
-    return NA if not _finite(value) else f"{100 * float(value):.1f}%"
-
-
-def num(value: Any, digits: int = 3) -> str:
-    return NA if not _finite(value) else f"{float(value):.{digits}f}"
-
-
-def _finite(value: Any) -> bool:
-    try:
-        return (
-            value is not None
-            and float(value) == float(value)
-            and abs(float(value)) != float("inf")
-        )
-    except (TypeError, ValueError):
-        return False
+if TYPE_CHECKING:
+    from analysis.declared_pair import DeclaredPairResult
+    from analysis.selection import SelectionResult
 
 
 def span(interval: Interval | None, fmt=pp) -> str:  # noqa: ANN001
@@ -91,10 +67,15 @@ def pair_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
         ),
         "",
     ]
+    notes = [f"{p.metric}: {note}" for p in pairs for note in p.notes]
+    if notes:
+        lines += [f"- {note}" for note in notes] + [""]
     for p in pairs:
         lines += [
             f"### {p.metric}",
             "",
+            f"- Direction: {p.raw_direction}; outcome {p.outcome} (ragscale); "
+            f"read as {p.directional_outcome}",
             f"- Raw reader upgrade interval: {span(p.raw_upgrade_interval)}",
             f"- Visible compressed upgrade interval: {span(p.compressed_upgrade_interval)}",
             f"- Upgrade-retention interval: {span(p.retention_interval, pct)} ({p.retention_draws_used} of {p.bootstrap_draws} row-bootstrap draws kept, seed {p.bootstrap_seed})",
@@ -277,17 +258,35 @@ def panel_lines(audit: PanelAudit) -> list[str]:
                 "",
             ]
         )
-    rows.append(
-        [
-            "Token-cost ratio",
-            "full sample",
-            num(r.median_token_cost_ratio, 2),
-            span(r.token_cost_iqr, lambda v: num(v, 2)),
-            "interquartile range"
-            if r.token_cost_iqr.defined
-            else r.reasons.get("median_token_cost_ratio", ""),
-        ]
-    )
+    tokens = audit.token_ratios
+    for kind, label in (
+        ("prompt", "prompt tokens"),
+        ("total", "total tokens (ragscale raw_tokens/compressed_tokens)"),
+    ):
+        ratio = getattr(tokens, f"{kind}_token_ratio")
+        cost = getattr(tokens, f"{kind}_token_cost_ratio")
+        iqr = getattr(tokens, f"{kind}_token_cost_iqr")
+        why = tokens.reasons.get(f"{kind}_token_ratio", "")
+        rows.append(
+            [
+                "Token ratio (compressed / raw)",
+                label,
+                num(ratio, 4),
+                "",
+                why,
+            ]
+        )
+        rows.append(
+            [
+                "Token-cost ratio",
+                f"full sample, {label}",
+                num(cost, 2),
+                span(iqr, lambda v: num(v, 2)),
+                "interquartile range"
+                if iqr.defined
+                else tokens.reasons.get(f"{kind}_token_cost_ratio", ""),
+            ]
+        )
     lines += _table(["Statistic", "Detail", "Estimate", "Interval", "Notes"], rows) + [
         ""
     ]
@@ -420,7 +419,8 @@ def markdown_report(
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:0.6em 0 1.2em}td,th{border:1px solid #ccc;padding:4px 8px;font-size:0.9em;vertical-align:top}
-th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}.figs{display:flex;flex-wrap:wrap;gap:12px}.figs img{max-width:520px;border:1px solid #ddd}
+th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}.figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}
+.figs img{display:block;flex:0 1 auto;min-width:0;max-width:min(100%,520px);height:auto;border:1px solid #ddd}
 .warn{background:#fff6e0;border-left:4px solid #e0a000;padding:0.4em 0.8em}
 """
 
@@ -481,10 +481,22 @@ def _md_to_html(lines: Sequence[str]) -> str:
     return "\n".join(out)
 
 
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height in pixels from a PNG's IHDR chunk."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        raise ValueError("not a PNG")
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
 def _img(data: bytes | None, alt: str) -> str:
+    """An inline PNG with its pixel size, so CSS scales it without changing its shape."""
     if not data:
         return ""
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+    width, height = png_size(data)
+    return (
+        f'<img alt="{html.escape(alt)}" width="{width}" height="{height}" '
+        f'src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+    )
 
 
 def html_report(

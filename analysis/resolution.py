@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.replay import pair_indices
 from analysis.results import Interval, ResultMixin, StatRow, median_or_nan
+from analysis.splits import pair_indices
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,21 @@
   text (case kept) is a substring of the whitespace-collapsed selection.
 * **compression_ratio** = selected tokens / source tokens (0 for an empty source).
 
+Per benchmark, the rule follows CoRA-Bench (``cora_bench/data/*.py``,
+``evaluation/loong_evidence.py``) and is chosen by the gold spans' ``kind``
+(:data:`RULES`):
+
+* ``supporting_fact`` (BABILong, HotpotQA) and every other kind: span recall when
+  the selection has source spans, else verbatim survival (case kept);
+* ``needle`` (NoLiMa): always verbatim, case kept; 0 or 1;
+* ``answer_turn`` (LongMemEval): span recall, or verbatim survival of the
+  *lowercased* collapsed turn; an abstention item has no positive evidence, so its
+  recall is None (not evaluable) whatever spans it has;
+* ``candidate_line`` (LOONG, unreviewed): 1 when **any** candidate line
+  (lowercased, whitespace-collapsed) is a substring of the likewise normalised
+  selection, else 0; always verbatim. The candidate lines themselves are found
+  once, at ingest (``ingest/benchmarks/loong.py``), by the LOONG value match.
+
 :func:`token_span_recall` is the token-space form of span recall the reference
 implementation uses (gold character span -> token span with
 :func:`generation.tokens.char_token_span`, kept when one merged token interval
@@ -15,23 +30,42 @@ covers it).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from typing import Literal
 
 from generation.chunking import Chunk, covers, merge_intervals
 from generation.tokens import char_token_span
 
-_SPACE = re.compile(r"\s+")
-
 
 @dataclass(frozen=True)
 class GoldSpan:
+    """One ``raw.evidence_spans`` row: where the gold lies, its text and kind."""
+
     passage: int
     start: int
     end: int
     text: str
+    kind: str | None = None
+
+
+Rule = Literal["span_or_verbatim", "needle", "answer_turn", "any_candidate_line"]
+
+#: The evidence rule of each span kind (kinds not listed use ``span_or_verbatim``).
+RULES: dict[str, Rule] = {
+    "needle": "needle",
+    "answer_turn": "answer_turn",
+    "candidate_line": "any_candidate_line",
+}
+
+
+def rule_of(gold: Sequence[GoldSpan]) -> Rule:
+    """The rule the spans' kind calls for; mixed kinds are an error."""
+    kinds = {g.kind for g in gold}
+    rules = {RULES.get(kind or "", "span_or_verbatim") for kind in kinds}
+    if len(rules) > 1:
+        raise ValueError(f"gold spans of one item mix kinds {sorted(map(str, kinds))}")
+    return rules.pop() if rules else "span_or_verbatim"
 
 
 @dataclass(frozen=True)
@@ -46,8 +80,8 @@ class EvidenceMetrics:
 
 
 def collapse(text: str) -> str:
-    """Runs of whitespace to one space, stripped."""
-    return _SPACE.sub(" ", text).strip()
+    """Runs of whitespace to one space, stripped (``" ".join(text.split())``)."""
+    return " ".join(text.split())
 
 
 def compression_ratio(selected_tokens: int, source_tokens: int) -> float:
@@ -64,8 +98,13 @@ def span_kept(kept: Sequence[tuple[int, int, int]], gold: GoldSpan) -> bool:
     )
 
 
-def survives(text: str, gold_text: str) -> bool:
-    """Whitespace-collapsed ``gold_text`` is a substring of the collapsed ``text``."""
+def survives(text: str, gold_text: str, *, lowercase: bool = False) -> bool:
+    """Whitespace-collapsed ``gold_text`` is a substring of the collapsed ``text``.
+
+    With ``lowercase`` both are lowercased first (LongMemEval turns, LOONG lines).
+    """
+    if lowercase:
+        text, gold_text = text.lower(), gold_text.lower()
     needle = collapse(gold_text)
     return bool(needle) and needle in collapse(text)
 
@@ -77,18 +116,29 @@ def evidence_metrics(
     *,
     selected_tokens: int,
     source_tokens: int,
+    is_abstention: bool = False,
 ) -> EvidenceMetrics:
-    """All metrics of one artifact; recall fields are None without gold spans.
+    """All metrics of one artifact under the rule of the gold spans' kind.
 
+    Recall fields are None without gold spans, and for an abstention item.
     ``evidence_recall`` is span recall when ``kept_spans`` is given (provenance
-    ``source_spans``), else verbatim survival.
+    ``source_spans``) and the rule allows spans, else verbatim survival; for LOONG
+    candidate lines it is 1 when any line survives, else 0.
     """
     ratio = compression_ratio(selected_tokens, source_tokens)
     n = len(gold)
-    if n == 0:
-        return EvidenceMetrics(0, None, None, None, None, None, ratio)
-    survived = sum(survives(text, g.text) for g in gold)
+    rule = rule_of(gold)
+    if n == 0 or (is_abstention and rule == "answer_turn"):
+        return EvidenceMetrics(n, None, None, None, None, None, ratio)
+    lowercase = rule in ("answer_turn", "any_candidate_line")
+    survived = sum(survives(text, g.text, lowercase=lowercase) for g in gold)
+    if rule == "any_candidate_line":
+        hit = float(survived > 0)
+        return EvidenceMetrics(n, None, None, survived, hit, hit, ratio)
     survival = survived / n
+    if rule == "needle":
+        # CoRA-Bench scores the needle verbatim whatever the provenance: it occurs once.
+        return EvidenceMetrics(n, None, None, survived, survival, survival, ratio)
     if kept_spans is None:
         return EvidenceMetrics(n, None, None, survived, survival, survival, ratio)
     kept = sum(span_kept(kept_spans, g) for g in gold)
@@ -140,113 +190,3 @@ def check_chunk_claim(
         raise ValueError(
             f"forged provenance: the text is not the join of chunks {list(chunk_ids)}"
         )
-
-
-# ---------- LOONG-style value matching and candidate-line retention
-
-_SCALES = (
-    ("billion", Decimal(10) ** 9),
-    ("million", Decimal(10) ** 6),
-    ("thousand", Decimal(1000)),
-)
-_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?|\.\d+")
-_STOPWORDS = frozenset(
-    [
-        "inc",
-        "co",
-        "corp",
-        "corporation",
-        "ltd",
-        "llc",
-        "plc",
-        "the",
-        "group",
-        "holdings",
-        "company",
-        "incorporated",
-        "and",
-        "of",
-    ]
-)
-
-
-def _number(token: str) -> Decimal:
-    return Decimal(token.replace(",", ""))
-
-
-def _gold_targets(gold: str) -> set[Decimal]:
-    stripped = re.sub(r"[(),$%\s]", "", gold)
-    match = _NUMBER.search(stripped)
-    if match is None:
-        return set()
-    raw = abs(_number(match.group()))
-    targets = {raw}
-    lowered = gold.lower()
-    for word, scale in _SCALES:
-        if word in lowered:
-            targets.add(raw * scale)
-            break
-    return targets
-
-
-def _text_candidates(text: str) -> set[Decimal]:
-    lowered = text.lower()
-    scales_in_text = [scale for word, scale in _SCALES if word in lowered]
-    out: set[Decimal] = set()
-    for match in _NUMBER.finditer(text):
-        value = abs(_number(match.group()))
-        out.add(value)
-        following = lowered[match.end() : match.end() + 20]
-        out.update(value * scale for word, scale in _SCALES if word in following)
-        out.update(value * scale for scale in scales_in_text)
-    return out
-
-
-def _words(text: str) -> list[str]:
-    return re.sub(r"[^a-z0-9]+", " ", text.lower()).split()
-
-
-def value_match(gold: str, text: str) -> bool:
-    """Spotlight value match of a gold answer in a text.
-
-    With a digit in ``gold``: numeric match, exact absolute value (sign ignored,
-    no tolerance); gold "in thousands/millions/billions" also matches its scaled
-    value; text numbers also count scaled by a unit word within the next 20
-    characters or by any scale word in the text. Otherwise entity match: every
-    gold word (lowercased, non-alphanumerics as spaces, corporate stopwords
-    dropped) is a whole word of the text.
-    """
-    if any(ch.isdigit() for ch in gold):
-        targets = _gold_targets(gold)
-        return bool(targets & _text_candidates(text))
-    wanted = [w for w in _words(gold) if w not in _STOPWORDS]
-    present = set(_words(text))
-    return bool(wanted) and all(w in present for w in wanted)
-
-
-@dataclass(frozen=True)
-class LineRetention:
-    evaluable: bool
-    candidates: int
-    retained: int | None
-
-
-def candidate_line_retention(gold: str, source: str, selection: str) -> LineRetention:
-    """Automatic evidence diagnostic: is any answer-bearing source line kept?
-
-    Candidates are stripped, non-empty source lines with at least 3 consecutive
-    ASCII letters where :func:`value_match` holds; retained = 1 when any candidate
-    (lowercased, whitespace-collapsed) is a substring of the likewise normalised
-    selection. Not evaluable without candidates.
-    """
-    lines = [line.strip() for line in source.splitlines()]
-    candidates = [
-        line
-        for line in lines
-        if line and re.search(r"[A-Za-z]{3}", line) and value_match(gold, line)
-    ]
-    if not candidates:
-        return LineRetention(False, 0, None)
-    haystack = collapse(selection.lower())
-    retained = any(collapse(c.lower()) in haystack for c in candidates)
-    return LineRetention(True, len(candidates), int(retained))

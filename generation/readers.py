@@ -34,17 +34,17 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from generation.backends import BACKEND_NAMES, Backend, CallParameters, make_backend
 from generation.prompts import PromptTemplate, reader_template
 from warehouse.errors import InputError, WarehouseError
+from warehouse.files import PositionedInputError, parse_yaml, read_text, yaml_lines
 from warehouse.hashing import sha256_json
 
 _READER_KEYS = {
@@ -202,108 +202,217 @@ class ReaderConfig:
 def load_reader_config(path: str | Path | None = None) -> ReaderConfig:
     """The built-in readers, plus (overriding them) those of ``path``.
 
-    ``path`` is YAML (``.yaml``/``.yml``) or TOML (``.toml``).
+    ``path`` is YAML (``.yaml``/``.yml``) or TOML (``.toml``). Every refusal names
+    the file, the line (YAML) and the reader or judge and field it concerns.
     """
-    raw_readers: dict[str, Any] = dict(BUILTIN_READERS)
-    raw_judges: dict[str, Any] = {}
-    source = "the built-in readers"
+    builtin = _Where("the built-in readers", None, {})
+    readers = {
+        key: _reader(key, value, builtin) for key, value in BUILTIN_READERS.items()
+    }
+    judges: dict[str, JudgeSpec] = {}
+    where = builtin
     if path is not None:
         path = Path(path)
-        data = _read_file(path)
-        source = str(path)
+        data, lines = _read_file(path)
+        where = _Where(str(path), path, lines)
         unknown = sorted(set(data) - {"readers", "judges"})
         if unknown:
-            raise InputError(
+            raise where.error(
+                (unknown[0],),
                 f"unknown top-level key(s) {', '.join(unknown)}; use readers, judges",
-                file=str(path),
             )
-        raw_readers.update(_mapping(data.get("readers") or {}, path, "readers"))
-        raw_judges.update(_mapping(data.get("judges") or {}, path, "judges"))
-    readers = {key: _reader(key, value, source) for key, value in raw_readers.items()}
-    judges = {key: _judge(key, value, source) for key, value in raw_judges.items()}
-    return ReaderConfig(readers, judges, source)
+        for key, value in _mapping(data.get("readers") or {}, where, "readers").items():
+            readers[key] = _reader(key, value, where)
+        for key, value in _mapping(data.get("judges") or {}, where, "judges").items():
+            judges[key] = _judge(key, value, where)
+    return ReaderConfig(readers, judges, where.source)
 
 
-def _read_file(path: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Where:
+    """Where a definition came from: the file and the line of each YAML key."""
+
+    source: str
+    path: Path | None
+    lines: Mapping[tuple[str, ...], int]
+
+    def error(self, keys: tuple[str, ...], problem: str) -> WarehouseError:
+        """An error about the value at ``keys`` (the nearest known line)."""
+        if self.path is None:
+            return WarehouseError(f"{self.source}: {problem}")
+        line = None
+        for depth in range(len(keys), 0, -1):
+            line = self.lines.get(keys[:depth])
+            if line is not None:
+                break
+        return InputError(problem, file=str(self.path), line=line)
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     if not path.exists():
         raise InputError("reader config file not found", file=str(path))
-    text = path.read_text(encoding="utf-8")
-    try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as error:
-        raise InputError(
-            f"cannot parse reader config: {error}", file=str(path)
-        ) from error
+    text = read_text(path)
+    if path.suffix == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise InputError(
+                "cannot parse reader config: " + " ".join(str(error).split()),
+                file=str(path),
+            ) from None
+        lines: dict[tuple[str, ...], int] = {}
+    else:
+        try:
+            data = parse_yaml(text, path)
+        except PositionedInputError as error:
+            problem = error.problem.removeprefix("not valid YAML: ")
+            raise PositionedInputError(
+                "cannot parse reader config: " + problem,
+                file=str(path),
+                line=error.line or 1,
+                char=error.char,
+            ) from None
+        lines = yaml_lines(text)
     if not isinstance(data, dict):
         raise InputError(
             "reader config must be a mapping with `readers`", file=str(path)
         )
-    return data
+    return data, lines
 
 
-def _mapping(value: Any, path: Path, name: str) -> dict[str, Any]:
+def _mapping(value: Any, where: _Where, name: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise InputError(f"`{name}` must map ids to definitions", file=str(path))
+        raise where.error((name,), f"`{name}` must map ids to definitions")
     return {str(key): item for key, item in value.items()}
 
 
 def _check_keys(
-    kind: str, key: str, value: Any, allowed: set[str], source: str
+    kind: str, key: str, value: Any, allowed: set[str], where: _Where
 ) -> None:
+    group = kind + "s"
     if not isinstance(value, dict):
-        raise WarehouseError(f"{source}: {kind} {key!r} must be a mapping")
+        raise where.error((group, key), f"{kind} {key!r} must be a mapping")
     for name in value:
         if name not in allowed:
-            raise WarehouseError(
-                f"{source}: {kind} {key!r} has unknown key {name!r}"
-                + _hint(name, allowed)
+            raise where.error(
+                (group, key, str(name)),
+                f"{kind} {key!r} has unknown key {name!r}" + _hint(name, allowed),
             )
     if not value.get("model"):
-        raise WarehouseError(f"{source}: {kind} {key!r} needs `model`")
+        raise where.error((group, key), f"{kind} {key!r} needs `model`")
     backend = value.get("backend", "litellm")
     if backend not in BACKEND_NAMES:
-        raise WarehouseError(
-            f"{source}: {kind} {key!r} has backend {backend!r}; "
-            f"use one of {', '.join(BACKEND_NAMES)}"
+        raise where.error(
+            (group, key, "backend"),
+            f"{kind} {key!r} has backend {backend!r}; "
+            f"use one of {', '.join(BACKEND_NAMES)}",
         )
 
 
-def _params(kind: str, key: str, value: Any, source: str) -> CallParameters:
+def _number(
+    value: Any, *, integer: bool, field: str, kind: str, key: str, where: _Where
+) -> float | int:
+    """``value`` as a finite number (an integer where ``integer``), or a refusal."""
+    keys = (kind + "s", key, *field.split("."))
+    wanted = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise where.error(keys, f"{kind} {key!r}: {field} {value!r} is not {wanted}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise where.error(
+            keys, f"{kind} {key!r}: {field} {value!r} is not {wanted}"
+        ) from None
+    if not math.isfinite(number) or (integer and not number.is_integer()):
+        raise where.error(keys, f"{kind} {key!r}: {field} {value!r} is not {wanted}")
+    return int(number) if integer else number
+
+
+def _params(kind: str, key: str, value: Any, where: _Where) -> CallParameters:
     value = value or {}
+    keys = (kind + "s", key, "parameters")
     if not isinstance(value, dict):
-        raise WarehouseError(
-            f"{source}: {kind} {key!r}: `parameters` must be a mapping"
-        )
+        raise where.error(keys, f"{kind} {key!r}: `parameters` must be a mapping")
     for name in value:
         if name not in _PARAM_KEYS:
-            raise WarehouseError(
-                f"{source}: {kind} {key!r} has unknown parameter {name!r} "
-                "(provider-specific fields go under `extra`)" + _hint(name, _PARAM_KEYS)
+            raise where.error(
+                (*keys, str(name)),
+                f"{kind} {key!r} has unknown parameter {name!r} "
+                "(provider-specific fields go under `extra`)"
+                + _hint(name, _PARAM_KEYS),
             )
-    try:
-        params = CallParameters(
-            temperature=float(value.get("temperature", 0.0)),
-            max_tokens=int(value.get("max_tokens", 64)),
-            seed=int(value.get("seed", 0)),
-            extra=dict(value.get("extra") or {}),
+    numbers = {
+        name: _number(
+            value.get(name, default),
+            integer=integer,
+            field=f"parameters.{name}",
+            kind=kind,
+            key=key,
+            where=where,
         )
-    except (TypeError, ValueError) as error:
-        raise WarehouseError(
-            f"{source}: {kind} {key!r}: bad parameter: {error}"
-        ) from error
-    if params.max_tokens <= 0 or params.temperature < 0:
-        raise WarehouseError(
-            f"{source}: {kind} {key!r}: max_tokens must be positive and "
-            "temperature non-negative"
+        for name, default, integer in (
+            ("temperature", 0.0, False),
+            ("max_tokens", 64, True),
+            ("seed", 0, True),
         )
-    return params
-
-
-def _reader(key: str, value: Any, source: str) -> ReaderSpec:
-    _check_keys("reader", key, value, _READER_KEYS, source)
-    prompt = reader_template(
-        value.get("prompt"), system=value.get("system"), user=value.get("user")
+    }
+    extra = value.get("extra") or {}
+    if not isinstance(extra, dict):
+        raise where.error(
+            (*keys, "extra"), f"{kind} {key!r}: parameters.extra must be a mapping"
+        )
+    if numbers["max_tokens"] <= 0:
+        raise where.error(
+            (*keys, "max_tokens"),
+            f"{kind} {key!r}: parameters.max_tokens must be positive "
+            f"(got {numbers['max_tokens']})",
+        )
+    if numbers["temperature"] < 0:
+        raise where.error(
+            (*keys, "temperature"),
+            f"{kind} {key!r}: parameters.temperature must be non-negative "
+            f"(got {numbers['temperature']})",
+        )
+    return CallParameters(
+        temperature=float(numbers["temperature"]),
+        max_tokens=int(numbers["max_tokens"]),
+        seed=int(numbers["seed"]),
+        extra=dict(extra),
     )
+
+
+def _timeout(kind: str, key: str, value: Any, where: _Where) -> float:
+    seconds = _number(
+        value.get("timeout_s", 120.0),
+        integer=False,
+        field="timeout_s",
+        kind=kind,
+        key=key,
+        where=where,
+    )
+    if seconds <= 0:
+        raise where.error(
+            (kind + "s", key, "timeout_s"),
+            f"{kind} {key!r}: timeout_s must be a positive number of seconds "
+            f"(got {seconds:g})",
+        )
+    return float(seconds)
+
+
+def _prompt(key: str, value: dict[str, Any], where: _Where) -> PromptTemplate:
+    try:
+        return reader_template(
+            value.get("prompt"), system=value.get("system"), user=value.get("user")
+        )
+    except WarehouseError as error:
+        field = next(
+            (name for name in ("prompt", "user", "system") if name in value), "prompt"
+        )
+        raise where.error(("readers", key, field), f"reader {key!r}: {error}") from None
+
+
+def _reader(key: str, value: Any, where: _Where) -> ReaderSpec:
+    _check_keys("reader", key, value, _READER_KEYS, where)
     return ReaderSpec(
         reader_id=key,
         model=str(value["model"]),
@@ -311,18 +420,19 @@ def _reader(key: str, value: Any, source: str) -> ReaderSpec:
         family=value.get("family"),
         api_base=value.get("api_base"),
         api_key_env=value.get("api_key_env"),
-        params=_params("reader", key, value.get("parameters"), source),
-        prompt=prompt,
-        timeout_s=float(value.get("timeout_s", 120.0)),
+        params=_params("reader", key, value.get("parameters"), where),
+        prompt=_prompt(key, value, where),
+        timeout_s=_timeout("reader", key, value, where),
     )
 
 
-def _judge(key: str, value: Any, source: str) -> JudgeSpec:
-    _check_keys("judge", key, value, _JUDGE_KEYS, source)
+def _judge(key: str, value: Any, where: _Where) -> JudgeSpec:
+    _check_keys("judge", key, value, _JUDGE_KEYS, where)
     rubric = value.get("rubric", "yes_no")
     if rubric not in ("yes_no", "longmemeval"):
-        raise WarehouseError(
-            f"{source}: judge {key!r} has rubric {rubric!r}; use yes_no or longmemeval"
+        raise where.error(
+            ("judges", key, "rubric"),
+            f"judge {key!r} has rubric {rubric!r}; use yes_no or longmemeval",
         )
     params = value.get("parameters") or {"temperature": 0, "max_tokens": 10}
     return JudgeSpec(
@@ -331,10 +441,10 @@ def _judge(key: str, value: Any, source: str) -> JudgeSpec:
         backend=str(value.get("backend", "litellm")),
         api_base=value.get("api_base"),
         api_key_env=value.get("api_key_env"),
-        params=_params("judge", key, params, source),
+        params=_params("judge", key, params, where),
         rubric=rubric,
         metric=str(value.get("metric", "judge_match")),
-        timeout_s=float(value.get("timeout_s", 120.0)),
+        timeout_s=_timeout("judge", key, value, where),
     )
 
 

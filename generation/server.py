@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import threading
 import time
 import uuid
@@ -30,9 +31,14 @@ FAULTS = ("ok", "error", "empty", "429")
 
 class EchoBackend:
     """Deterministic stand-in model: replies with the last line of the last user
-    message (or ``reply`` when given). Costs nothing, loads nothing."""
+    message (or ``reply`` when given). Costs nothing, loads nothing.
+
+    It stands in for any model, so it answers whatever ``model`` a request names
+    (every real backend answers only its own name).
+    """
 
     name = "echo"
+    any_model = True
 
     def __init__(self, reply: str | None = None) -> None:
         self.reply = reply
@@ -72,6 +78,13 @@ class ChatServer:
     ----------
     backend : what answers (``LocalBackend``, ``EchoBackend``, ...), or a mapping
         from the request's ``model`` to a backend (one server, several models).
+        A single backend is served under its ``model_name`` (else its ``name``);
+        a request for any other model gets a 404 listing the served models, never
+        another model's answer. Only a backend marked ``any_model`` (the echo
+        stand-in) answers every name.
+
+    ``stream: true`` is answered as the OpenAI API streams: server-sent events,
+    one ``chat.completion.chunk`` per piece of the reply, then ``data: [DONE]``.
     faults : scripted faults consumed one per request, then ``ok``.
     sleep_s : seconds every request sleeps before answering.
 
@@ -88,6 +101,13 @@ class ChatServer:
         sleep_s: float = 0.0,
     ) -> None:
         self.backend = backend
+        self.backends: dict[str, Backend] | None = (
+            dict(backend)
+            if isinstance(backend, Mapping)
+            else None
+            if getattr(backend, "any_model", False)
+            else {served_name(backend): backend}
+        )
         self.sleep_s = sleep_s
         self.requests: list[RequestRecord] = []
         self.in_flight = 0
@@ -139,12 +159,30 @@ class ChatServer:
         with self._lock:
             self.requests.append(record)
 
+    @property
+    def model_names(self) -> list[str]:
+        """The models this server answers for (``["*"]``: any, the echo stand-in)."""
+        return sorted(self.backends) if self.backends is not None else ["*"]
+
     def handle(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """Answer one ``/chat/completions`` body: ``(status, json)``."""
+        """Answer one ``/chat/completions`` body: ``(status, json)``.
+
+        A streamed request gets the same answer; the handler sends it as chunks
+        (:func:`stream_chunks`).
+        """
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return 400, _error("messages must be a non-empty list", "invalid_request")
         model = str(body.get("model", ""))
+        if self.backends is not None and model not in self.backends:
+            with self._lock:
+                number = len(self.requests) + 1
+            self._record(RequestRecord(number, model, "", "unknown-model", 404))
+            return 404, _error(
+                f"unknown model {model!r}; this server serves "
+                f"{', '.join(self.model_names)}",
+                "model_not_found",
+            )
         digest = hashlib.sha256(
             json.dumps(messages, sort_keys=True).encode("utf-8")
         ).hexdigest()
@@ -174,21 +212,16 @@ class ChatServer:
             self._record(RequestRecord(number, model, digest, fault, status))
             kind = "rate_limit_exceeded" if fault == "429" else "server_error"
             return status, _error(f"injected fault: {fault}", kind)
-        params = CallParameters(
-            temperature=float(body.get("temperature") or 0.0),
-            max_tokens=int(body.get("max_tokens") or 64),
-            seed=int(body.get("seed") or 0),
-        )
-        if isinstance(self.backend, Mapping):
-            if model not in self.backend:
-                self._record(RequestRecord(number, model, digest, "error", 404))
-                known = ", ".join(sorted(self.backend))
-                return 404, _error(
-                    f"unknown model {model!r}; serving {known}", "not_found"
-                )
-            backend = self.backend[model]
-        else:
-            backend = self.backend
+        try:
+            params = CallParameters(
+                temperature=float(body.get("temperature") or 0.0),
+                max_tokens=int(body.get("max_tokens") or 64),
+                seed=int(body.get("seed") or 0),
+            )
+        except (TypeError, ValueError) as error:
+            self._record(RequestRecord(number, model, digest, "error", 400))
+            return 400, _error(f"bad sampling parameter: {error}", "invalid_request")
+        backend = self.backend if self.backends is None else self.backends[model]
         try:
             reply = backend.complete(messages, params)
         except BackendError as error:
@@ -216,6 +249,47 @@ class ChatServer:
         }
 
 
+def served_name(backend: Backend) -> str:
+    """The model name a single backend is served under."""
+    return str(getattr(backend, "model_name", None) or backend.name)
+
+
+def stream_chunks(completion: dict[str, Any], *, include_usage: bool) -> list[str]:
+    """A ``chat.completion`` as the server-sent events OpenAI streams for it.
+
+    A first chunk carries the role, then one chunk per word of the reply
+    (whitespace kept, so the pieces join back to the reply), then a chunk with the
+    finish reason and an empty delta; with ``stream_options.include_usage`` a
+    last chunk carries the usage and no choices. Ends with ``data: [DONE]``.
+    """
+    choice = completion["choices"][0]
+    text = choice["message"]["content"]
+    base = {
+        "id": completion["id"],
+        "object": "chat.completion.chunk",
+        "created": completion["created"],
+        "model": completion["model"],
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        return {
+            **base,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    events = [chunk({"role": "assistant", "content": ""}, None)]
+    events += [chunk({"content": piece}, None) for piece in _pieces(text)]
+    events.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        events.append({**base, "choices": [], "usage": completion["usage"]})
+    return [f"data: {json.dumps(event)}\n\n" for event in events] + ["data: [DONE]\n\n"]
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` cut after each run of whitespace: ``"a b"`` -> ``["a ", "b"]``."""
+    return re.findall(r"\S*\s*", text)[:-1] if text else []
+
+
 def _error(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": kind}}
 
@@ -237,12 +311,26 @@ def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _stream(self, events: list[str]) -> None:
+            """Send server-sent events with chunked transfer encoding."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for event in events:
+                data = event.encode("utf-8")
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+
         def do_GET(self) -> None:  # noqa: N802
             if self.path.rstrip("/") in ("/v1/models", "/models"):
-                if isinstance(server.backend, Mapping):
-                    names = sorted(server.backend)
-                else:
-                    names = [getattr(server.backend, "model_name", server.backend.name)]
+                names = (
+                    server.model_names
+                    if server.backends is not None
+                    else [served_name(server.backend)]
+                )
                 data = [{"id": name, "object": "model"} for name in names]
                 self._send(200, {"object": "list", "data": data})
             else:
@@ -261,8 +349,18 @@ def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             ):
                 self._send(404, _error("not found", "not_found"))
                 return
+            if not isinstance(body, dict):
+                self._send(400, _error("body must be a JSON object", "invalid_request"))
+                return
             status, payload = server.handle(body)
-            self._send(status, payload)
+            if status == 200 and body.get("stream"):
+                options = body.get("stream_options") or {}
+                include_usage = isinstance(options, dict) and bool(
+                    options.get("include_usage")
+                )
+                self._stream(stream_chunks(payload, include_usage=include_usage))
+            else:
+                self._send(status, payload)
 
     return Handler
 
@@ -290,8 +388,7 @@ def main(argv: list[str] | None = None) -> None:
             local = LocalBackend(name)
             local.check()
             backends[name] = local
-    served = next(iter(backends.values())) if len(backends) == 1 else backends
-    server = ChatServer(served, host=args.host, port=args.port, sleep_s=args.sleep)
+    server = ChatServer(backends, host=args.host, port=args.port, sleep_s=args.sleep)
     print(server.url, flush=True)  # noqa: T201 (the one line a caller reads)
     try:
         server._httpd.serve_forever()

@@ -10,7 +10,6 @@ as user map > family declared by the source > default map > vendor prefix.
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import duckdb
 from warehouse import transaction
 from warehouse.bulk import insert_rows
 from warehouse.errors import InputError
+from warehouse.files import read_csv
 from warehouse.hashing import sha256_file
 
 DEFAULT_MAP = Path(__file__).with_name("data") / "default_reader_families.csv"
@@ -41,34 +41,32 @@ def read_family_csv(path: str | Path) -> list[tuple[str, str]]:
     path = Path(path)
     rows: list[tuple[str, str]] = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [name for name in COLUMNS if name not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(
-                f"missing column(s) {', '.join(missing)}",
-                file=str(path),
-                line=1,
-                column=missing[0],
-            )
-        for row in reader:
-            line = reader.line_num
-            model = (row["reader_model"] or "").strip()
-            family = (row["family"] or "").strip()
-            for column, value in (("reader_model", model), ("family", family)):
-                if not value:
-                    raise InputError(
-                        "empty value", file=str(path), line=line, column=column
-                    )
-            if model in seen:
+    table = read_csv(path)
+    missing = [name for name in COLUMNS if name not in table.header]
+    if missing:
+        raise InputError(
+            f"missing column(s) {', '.join(missing)}",
+            file=str(path),
+            line=1,
+            column=missing[0],
+        )
+    for line, row in zip(table.lines, table.records, strict=True):
+        model = row["reader_model"].strip()
+        family = row["family"].strip()
+        for column, value in (("reader_model", model), ("family", family)):
+            if not value:
                 raise InputError(
-                    f"duplicate reader_model (first at line {seen[model]})",
-                    file=str(path),
-                    line=line,
-                    column="reader_model",
+                    "empty value", file=str(path), line=line, column=column
                 )
-            seen[model] = line
-            rows.append((model, family))
+        if model in seen:
+            raise InputError(
+                f"duplicate reader_model (first at line {seen[model]})",
+                file=str(path),
+                line=line,
+                column="reader_model",
+            )
+        seen[model] = line
+        rows.append((model, family))
     return rows
 
 

@@ -480,8 +480,13 @@ def _line_number(header_end: int) -> str:
 
 def _checks() -> dict[str, tuple[str, str]]:
     """Column -> (SQL condition true on a bad cell, what a good cell is)."""
+    # a key of only whitespace ("   ") is as empty as "": it names nothing
     checks = {
-        name: (f"{_quoted(name)} = ''", "a non-empty key value") for name in KEY_COLUMNS
+        name: (
+            f"regexp_full_match({_quoted(name)}, '\\s*')",
+            "a non-empty key value (not only whitespace)",
+        )
+        for name in KEY_COLUMNS
     }
     checks["correct"] = ("correct is null or correct not in ('0', '1')", "0 or 1")
     for name in FLOAT_COLUMNS:

@@ -3,7 +3,8 @@
     A panel compares readers on one metric; if its cells were scored by
     different scorers (e.g. ragscale's token F1 for imported readers and the
     project's HotpotQA-normalised F1 for replayed ones), the comparison mixes
-    scoring rules. Returns one row per panel with more than one scorer version.
+    scoring rules. Returns one row per panel with more than one scorer version,
+    naming the command that puts the panel's answers on one scorer.
 #}
 with
 
@@ -40,7 +41,12 @@ outcomes as (
 
 cell_scorers as (
 
-    select panel_cells.panel_id, panel_cells.reader_id, outcomes.scorer_version
+    select
+        panel_cells.panel_id,
+        panel_cells.dataset_id,
+        panel_cells.metric,
+        panel_cells.reader_id,
+        outcomes.scorer_version
     from panel_cells
     inner join outcomes
         on
@@ -62,11 +68,13 @@ validation_errors as (
 
     select
         panel_id,
+        dataset_id,
+        metric,
         count(distinct scorer_version) as scorer_versions,
         string_agg(distinct scorer_version, ', ' order by scorer_version)
             as scorers
     from cell_scorers
-    group by panel_id
+    group by panel_id, dataset_id, metric
     having count(distinct scorer_version) > 1
 
 ),
@@ -76,7 +84,9 @@ described as (
     select
         *,
         'panel ' || panel_id || ': cells scored by ' || scorer_versions
-        || ' scorer versions (' || scorers || ')' as problem
+        || ' scorer versions (' || scorers || '); put them on one with '
+        || 'ragledger rescore --dataset ' || dataset_id || ' --metric '
+        || metric || ' [--scorer NAME@VERSION], then build again' as problem
     from validation_errors
 
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -54,23 +55,39 @@ __all__ = [
 ]
 
 
+#: Loader options beyond PATH and the slice, and the benchmark that takes each.
+OPTIONS = {"document_manifest": "loong", "haystack_dir": "nolima"}
+
+
 def read_benchmark(
     name: str,
     path: str | Path,
     slice_: Slice | None = None,
     *,
     progress: Progress = NULL_PROGRESS,
+    **options: Any,
 ) -> BenchmarkLoad:
-    """Read (and check) a benchmark file without writing anything."""
+    """Read (and check) a benchmark file without writing anything.
+
+    ``options`` (None values ignored): ``document_manifest`` (LOONG) and
+    ``haystack_dir`` (NoLiMa).
+    """
     key = ALIASES.get(name.lower(), name.lower())
     if key not in LOADERS:
         raise InputError(
             f"unknown benchmark {name!r}; one of: {', '.join(sorted(LOADERS))}"
         )
+    given = {option: value for option, value in options.items() if value is not None}
+    for option in given:
+        if OPTIONS.get(option) != key:
+            flag = "--" + option.replace("_", "-")
+            raise InputError(
+                f"{flag} applies to {OPTIONS.get(option, 'no benchmark')}, not {key}"
+            )
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or folder", file=str(path))
-    return LOADERS[key](path, slice_ or Slice(), progress)
+    return LOADERS[key](path, slice_ or Slice(), progress, **given)
 
 
 def ingest_benchmark(
@@ -82,7 +99,8 @@ def ingest_benchmark(
     dataset_id: str | None = None,
     replace: bool = False,
     progress: Progress = NULL_PROGRESS,
+    **options: Any,
 ) -> WriteResult:
     """Read benchmark ``name`` from ``path`` and store it (one transaction)."""
-    load = read_benchmark(name, path, slice_, progress=progress)
+    load = read_benchmark(name, path, slice_, progress=progress, **options)
     return write(con, load, dataset_id=dataset_id, replace=replace, progress=progress)

@@ -36,11 +36,10 @@ from ingest.benchmarks.base import (
     check_unique,
     make_span,
     read_json,
-    read_json_or_jsonl,
     read_jsonl,
+    read_rows,
     records,
 )
-from warehouse.errors import InputError
 from warehouse.progress import NULL_PROGRESS, Progress
 
 NAME = "babilong"
@@ -63,7 +62,7 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
         ),
         stem,
     )
-    rows = records(_read_rows(path), path)
+    rows = records(read_rows(path), path)
     keyed = [
         (record, str(record.data.get("id", f"{task}_{length}_{record.index:03d}")))
         for record in rows
@@ -101,21 +100,6 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
         version=f"{task}/{length}",
         description=f"BABILong {task} {length}",
     )
-
-
-def _read_rows(path: Path) -> list[tuple[int | None, dict]]:
-    """JSON list, JSONL, or the hub's Parquet shard (``128k-00000-of-00001.parquet``)."""
-    if path.suffix != ".parquet":
-        return read_json_or_jsonl(path)
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except Exception as error:  # pyarrow raises several types for a bad file
-        raise InputError(
-            f"not a readable Parquet file: {error}", file=str(path)
-        ) from error
-    return [(None, row) for row in table.to_pylist()]
 
 
 def _load_folder(folder: Path, slice_: Slice, progress: Progress):

@@ -1,8 +1,12 @@
 """HotpotQA, distractor setting (``hotpot_dev_distractor_v1.json``).
 
-Native format: a JSON list (JSONL is accepted too) of records
-``{_id, question, answer, type, level, supporting_facts: [[title, sentence index]],
-context: [[title, [sentences]]]}``.
+Native format (hotpotqa/hotpot, ``hotpot_dev_distractor_v1.json``): a JSON list
+(JSONL is accepted too) of records ``{_id, question, answer, type, level,
+supporting_facts: [[title, sentence index]], context: [[title, [sentences]]]}``.
+The Hugging Face export (``hotpot_qa``, config ``distractor``: Parquet shards or
+their JSON rows) is columnar: ``{id, ..., supporting_facts: {title: [...],
+sent_id: [...]}, context: {title: [...], sentences: [[...]]}}``; it is read as the
+same records.
 
 Stored:
 
@@ -33,7 +37,7 @@ from ingest.benchmarks.base import (
     build_items,
     build_load,
     make_span,
-    read_json_or_jsonl,
+    read_rows,
     records,
 )
 from ingest.benchmarks.policies import HOTPOTQA_DISTRACTOR_10
@@ -50,7 +54,9 @@ def passage_id(position: int, title: str) -> str:
 
 def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
     """Read a HotpotQA distractor file into a :class:`BenchmarkLoad`."""
-    rows = records(read_json_or_jsonl(path), path)
+    rows = records(read_rows(path), path)
+    for record in rows:
+        record.data = from_columnar(record.data)
     keyed = [(record, record.text("_id")) for record in rows]
     items = build_items(
         keyed, "_id", slice_, _item, path=path, name=NAME, progress=progress
@@ -66,6 +72,27 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
         policies=(HOTPOTQA_DISTRACTOR_10,),
         description="HotpotQA distractor setting",
     )
+
+
+def from_columnar(data: dict) -> dict:
+    """A Hugging Face ``hotpot_qa`` row as the native record (other rows unchanged)."""
+    context, facts = data.get("context"), data.get("supporting_facts")
+    if "_id" in data or not isinstance(context, dict):
+        return data
+    native = {key: value for key, value in data.items() if key != "id"}
+    native["_id"] = data.get("id")
+    titles, sentences = context.get("title") or [], context.get("sentences") or []
+    native["context"] = [
+        [title, list(group)] for title, group in zip(titles, sentences, strict=False)
+    ]
+    if isinstance(facts, dict):
+        native["supporting_facts"] = [
+            [title, index]
+            for title, index in zip(
+                facts.get("title") or [], facts.get("sent_id") or [], strict=False
+            )
+        ]
+    return native
 
 
 def _item(record, item_id: str) -> Item:

@@ -10,16 +10,20 @@ Stored:
 - item ``question_id``; reference answers ``[str(answer)]``; question type
   ``question_type``; ``question_date``; ``is_abstention``; metadata
   ``haystack_session_ids``, ``haystack_dates``, ``answer_session_ids``;
-- pool: the haystack, one passage per session in supplied order. Session ``k``
-  (1-based) is the line ``[Session k | <date>]`` followed by one ``role: content``
-  line per turn, joined by ``"\\n"`` (the CoRA-Bench context form,
-  ``specs/context_selection.md`` section 7, cut at session boundaries). Passage ids
-  are neutral (``session_k``) so an ``answer_*`` session id never reaches a reader;
+- pool: one passage, the whole history as CoRA-Bench builds it
+  (``cora_bench/scripts/prepare_longmemeval.py``): per session ``k`` (1-based) the
+  line ``[Session k | <date>]`` then one ``role: content`` line per turn, every line
+  joined by one ``"\\n"`` (sessions too), byte for byte its ``ctx/<id>.txt``.
+  Session labels are neutral, so an ``answer_*`` session id never reaches a reader;
   the real ids stay in the metadata, in the same order;
 - spans: each ``has_answer`` turn's content, after ``"role: "`` (kind
-  ``answer_turn``), abstention items included (recall code excludes them);
+  ``answer_turn``). An abstention item (``_abs``) asks about something the history
+  does not hold: it has no positive evidence, so it gets no spans (CoRA-Bench
+  leaves it out of recall) and ``metadata.abstention_answer_turns`` counts the
+  turns flagged ``has_answer`` anyway;
 - raw policy ``longmemeval-bm25-top20``: the 20 sessions ranked highest by BM25
-  against the question (rank order), stored in ``raw.policy_pools``.
+  against the question (rank order), stored in ``raw.policy_pools`` as slices of
+  the history passage (``char_start``/``char_end``, one session each).
 """
 
 from __future__ import annotations
@@ -36,23 +40,19 @@ from ingest.benchmarks.base import (
     build_items,
     build_load,
     make_span,
-    read_json,
+    read_json_or_jsonl,
     records,
 )
 from ingest.benchmarks.policies import LONGMEMEVAL_BM25_TOP20, bm25_rank
-from warehouse.errors import InputError
 from warehouse.progress import NULL_PROGRESS, Progress
 
 NAME = "longmemeval"
-LOADER_VERSION = "longmemeval/1"
+LOADER_VERSION = "longmemeval/2"
 
 
 def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
     """Read a LongMemEval JSON file into a :class:`BenchmarkLoad`."""
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise InputError("expected a JSON list of questions", file=str(path))
-    rows = records(((None, entry) for entry in data), path)
+    rows = records(read_json_or_jsonl(path), path)
     keyed = [(record, record.text("question_id")) for record in rows]
     items = build_items(
         keyed, "question_id", slice_, _item, path=path, name=NAME, progress=progress
@@ -74,19 +74,24 @@ def _item(record: Record, item_id: str) -> Item:
     question = record.text("question")
     answer = record.get("answer", (str, int, float, list))
     sessions = record.get("haystack_sessions", list)
-    dates = record.get("haystack_dates", list, default=[None] * len(sessions))
+    dates = record.get("haystack_dates", list, default=[""] * len(sessions))
     session_ids = record.get("haystack_session_ids", list, default=[])
     if len(dates) != len(sessions):
         record.fail(
             f"{len(dates)} dates for {len(sessions)} sessions", "haystack_dates"
         )
-    passages, spans_at = [], []
+    abstention = item_id.endswith("_abs")
+    lines: list[str] = []
+    offset = 0
+    bounds, turns = [], []  # (start, end) per session; (start, end) per answer turn
     for k, session in enumerate(sessions):
         field = f"haystack_sessions[{k}]"
         if not isinstance(session, list):
             record.fail("expected a list of turns", field)
-        lines = [f"[Session {k + 1} | {dates[k]}]"]
-        offset = len(lines[0]) + 1
+        begin = offset
+        header = f"[Session {k + 1} | {dates[k]}]"
+        lines.append(header)
+        offset += len(header) + 1
         for t, turn in enumerate(session):
             if (
                 not isinstance(turn, dict)
@@ -96,41 +101,60 @@ def _item(record: Record, item_id: str) -> Item:
                 record.fail("expected {role, content}", f"{field}[{t}]")
             head = f"{turn['role']}: "
             line = head + turn["content"]
-            if turn.get("has_answer") is True and turn["content"]:
-                spans_at.append((k, offset + len(head), offset + len(line)))
+            if turn.get("has_answer") and turn["content"]:
+                turns.append((offset + len(head), offset + len(line)))
             lines.append(line)
             offset += len(line) + 1
-        passages.append(
-            Passage("\n".join(lines), title=None, passage_id=f"session_{k + 1}")
+        bounds.append((begin, offset - 1))
+    history = "\n".join(lines)
+    passages = (Passage(history, title=None, passage_id="history"),)
+    spans = (
+        ()
+        if abstention
+        else tuple(
+            make_span(passages, 0, start, end, "answer_turn") for start, end in turns
         )
-    passages_t = tuple(passages)
-    spans = tuple(
-        make_span(passages_t, k, start, end, "answer_turn")
-        for k, start, end in spans_at
     )
-    order = bm25_rank(question, [p.text for p in passages_t], 20)
+    session_texts = [history[start:end] for start, end in bounds]
+    order = bm25_rank(question, session_texts, 20)
+    metadata = {
+        "haystack_session_ids": session_ids,
+        "haystack_dates": dates,
+        "answer_session_ids": record.data.get("answer_session_ids", []),
+        "session_char_spans": [list(bound) for bound in bounds],
+    }
+    if abstention:
+        metadata["abstention_answer_turns"] = len(turns)
     return Item(
         item_id=item_id,
         question=question,
         reference_answers=answers(answer),
         native=record.data,
-        passages=passages_t,
+        passages=passages,
         spans=spans,
         question_type=record.data.get("question_type"),
-        metadata={
-            "haystack_session_ids": session_ids,
-            "haystack_dates": dates,
-            "answer_session_ids": record.data.get("answer_session_ids", []),
-        },
-        is_abstention=item_id.endswith("_abs"),
+        metadata=metadata,
+        is_abstention=abstention,
         question_date=None
         if record.data.get("question_date") is None
         else str(record.data["question_date"]),
+        source_line=record.line,
         policy_pools=(
             PolicyPool(
                 LONGMEMEVAL_BM25_TOP20.policy_id,
-                tuple(passages_t[i] for i in order),
-                tuple({"position": i} for i in order),
+                tuple(
+                    Passage(session_texts[i], passage_id=f"session_{i + 1}")
+                    for i in order
+                ),
+                tuple(
+                    {
+                        "position": 0,
+                        "char_start": bounds[i][0],
+                        "char_end": bounds[i][1],
+                        "prefix_chars": 0,
+                    }
+                    for i in order
+                ),
             ),
         ),
     )

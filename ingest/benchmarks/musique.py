@@ -1,13 +1,19 @@
 """MuSiQue (``musique_ans_v1.0_dev.jsonl``, ``musique_full_v1.0_dev.jsonl``).
 
-Native format: JSONL of ``{id, question, answer, answer_aliases, answerable,
-paragraphs: [{idx, title, paragraph_text, is_supporting}], question_decomposition}``.
+Native format (StonyBrookNLP/musique, ``data/``): JSONL of ``{id, question, answer,
+answer_aliases, answerable, paragraphs: [{idx, title, paragraph_text,
+is_supporting}], question_decomposition}``. MuSiQue-Full holds every id twice, once
+answerable and once not (its ``evaluate_v1.0.py`` pairs the two by id for the
+sufficiency metrics).
 
 Stored:
 
-- item ``id``; reference answers ``[answer, *answer_aliases]``; question type = the
-  id's hop prefix (``2hop``, ``3hop1``, ...); metadata ``answerable`` (true when
-  absent, as in the answerable-only file), ``question_decomposition``;
+- item id ``id`` for an answerable record and ``<id>#unanswerable`` for its
+  unanswerable twin (the key is id and answerability: a repeated pair is an error);
+  ``is_abstention = not answerable`` (``answerable`` true when absent, as in the
+  answerable-only file); reference answers ``[answer, *answer_aliases]``; question
+  type = the id's hop prefix (``2hop``, ``3hop1``, ...); metadata ``native_id``,
+  ``answerable``, ``question_decomposition``;
 - pool: every supplied paragraph (up to twenty) in supplied order, passage text
   ``"[" + title + "] " + paragraph_text`` (the HotpotQA form; assumed, the paper does
   not print the MuSiQue passage form), passage id ``idx``;
@@ -24,6 +30,7 @@ from ingest.benchmarks.base import (
     Item,
     Passage,
     PolicyPool,
+    Record,
     Slice,
     answers,
     build_items,
@@ -37,13 +44,13 @@ from ingest.benchmarks.policies import MUSIQUE_ALL20, MUSIQUE_FIRST8
 from warehouse.progress import NULL_PROGRESS, Progress
 
 NAME = "musique"
-LOADER_VERSION = "musique/1"
+LOADER_VERSION = "musique/2"
 
 
 def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
     """Read a MuSiQue JSONL file into a :class:`BenchmarkLoad`."""
     rows = records(read_json_or_jsonl(path), path)
-    keyed = [(record, record.text("id")) for record in rows]
+    keyed = [(record, item_id(record)) for record in rows]
     items = build_items(
         keyed, "id", slice_, _item, path=path, name=NAME, progress=progress
     )
@@ -60,7 +67,23 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
     )
 
 
+UNANSWERABLE_SUFFIX = "#unanswerable"
+
+
+def answerable(record: Record) -> bool:
+    """The record's ``answerable`` flag (true when absent)."""
+    return record.get("answerable", bool, default=True)
+
+
+def item_id(record: Record) -> str:
+    """``id``, plus ``#unanswerable`` for an unanswerable record (MuSiQue-Full)."""
+    native = record.text("id")
+    return native if answerable(record) else native + UNANSWERABLE_SUFFIX
+
+
 def _item(record, item_id: str) -> Item:
+    native = record.text("id")
+    is_answerable = answerable(record)
     question = record.text("question")
     answer = record.text("answer", allow_empty=True)
     aliases = record.get("answer_aliases", list, default=[])
@@ -96,9 +119,11 @@ def _item(record, item_id: str) -> Item:
         native=record.data,
         passages=passages_t,
         spans=spans,
-        question_type=item_id.split("__")[0] if "__" in item_id else None,
+        question_type=native.split("__")[0] if "__" in native else None,
+        is_abstention=not is_answerable,
         metadata={
-            "answerable": record.data.get("answerable", True),
+            "native_id": native,
+            "answerable": is_answerable,
             "question_decomposition": record.data.get("question_decomposition"),
         },
         source_line=record.line,

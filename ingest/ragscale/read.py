@@ -6,7 +6,6 @@ this module accepted.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Iterator
@@ -14,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from warehouse.errors import InputError, WarehouseError
+from warehouse.files import jsonl_records, read_csv, read_text, read_yaml, yaml_lines
 from warehouse.hashing import sha256_json, sha256_text
 
 SOURCE = "ragscale"
@@ -121,10 +119,11 @@ def find_files(
 
 
 def _dataset_from_config(config: Path | None, folder: Path) -> Path | None:
+    """``dataset.path`` of ``ragscale.yaml``; refused when it names a missing file."""
     if config is None:
         return None
     settings = _read_yaml(config)
-    raw_path = (settings.get("dataset") or {}).get("path")
+    raw_path = _dataset_settings(settings, config).get("path")
     if not raw_path:
         return None
     path = (
@@ -135,14 +134,31 @@ def _dataset_from_config(config: Path | None, folder: Path) -> Path | None:
     if path.exists():
         return path
     local = folder / Path(raw_path).name
-    return local if local.exists() else None
+    if local.exists():
+        return local
+    looked = " or ".join(dict.fromkeys(str(p) for p in (path, local)))
+    raise InputError(
+        f"names dataset file {raw_path!r}, which is missing (looked for {looked}); "
+        "restore it or pass --dataset",
+        file=str(config),
+        line=yaml_lines(read_text(config)).get(("dataset", "path")),
+        column="dataset.path",
+    )
+
+
+def _dataset_settings(settings: dict[str, Any], config: Path | None) -> dict[str, Any]:
+    value = settings.get("dataset") or {}
+    if not isinstance(value, dict):
+        raise InputError(
+            "`dataset` must be a mapping (with path, name, ...)",
+            file=str(config),
+            column="dataset",
+        )
+    return value
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        value = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        raise InputError(f"not valid YAML: {error}", file=str(path)) from error
+    value = read_yaml(path)
     if not isinstance(value, dict):
         raise InputError("configuration must be a YAML mapping", file=str(path))
     return value
@@ -153,21 +169,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Non-blank lines of a JSONL file as ``(line_number, object)``."""
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(
-                    f"not valid JSON: {error.msg}", file=str(path), line=number
-                ) from error
-            if not isinstance(value, dict):
-                raise InputError(
-                    "line is not a JSON object", file=str(path), line=number
-                )
-            yield number, value
+    return jsonl_records(path)
 
 
 def evidence_text(pool: Any) -> str:
@@ -363,33 +365,16 @@ def _score_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if path.suffix == ".jsonl":
         yield from _jsonl(path)
         return
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle)
-        try:
-            header = next(reader)
-        except StopIteration:
-            raise InputError("file is empty", file=str(path), line=1) from None
-        missing = [name for name in REQUIRED_SCORE_COLUMNS if name not in header]
-        if missing:
-            raise InputError(
-                f"missing required column(s) {', '.join(missing)}",
-                file=str(path),
-                line=1,
-                column=missing[0],
-            )
-        last = reader.line_num
-        for values in reader:
-            start = last + 1
-            last = reader.line_num
-            if not values:
-                continue
-            if len(values) != len(header):
-                raise InputError(
-                    f"{len(values)} fields where the header has {len(header)}",
-                    file=str(path),
-                    line=start,
-                )
-            yield start, dict(zip(header, values, strict=True))
+    table = read_csv(path)
+    missing = [name for name in REQUIRED_SCORE_COLUMNS if name not in table.header]
+    if missing:
+        raise InputError(
+            f"missing required column(s) {', '.join(missing)}",
+            file=str(path),
+            line=1,
+            column=missing[0],
+        )
+    yield from zip(table.lines, table.records, strict=True)
 
 
 def _score(value: Any, *, path: Path, line: int, column: str, record: str) -> float:
@@ -500,8 +485,19 @@ def read_bundle(files: RagscaleFiles) -> Bundle:
         item_id = str(row.get("example_id", ""))
         reader = str(row.get("reader", ""))
         metric = str(row.get("metric", ""))
-        for column in ("example_id", "reader", "metric"):
-            if not row.get(column):
+        for column in REQUIRED_SCORE_COLUMNS:
+            if column not in row:
+                raise InputError(
+                    "missing field", file=str(path), line=line, column=column
+                )
+        for column in (
+            "example_id",
+            "reader",
+            "metric",
+            "raw_policy_id",
+            "compressor_id",
+        ):
+            if row[column] is None or str(row[column]) == "":
                 raise InputError(
                     "empty value", file=str(path), line=line, column=column
                 )
@@ -520,7 +516,7 @@ def read_bundle(files: RagscaleFiles) -> Bundle:
         datasets.add(
             str(
                 row.get("dataset")
-                or config.get("dataset", {}).get("name")
+                or _dataset_settings(config, files.config).get("name")
                 or "ragscale"
             )
         )

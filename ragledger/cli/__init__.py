@@ -62,8 +62,11 @@ def _register() -> None:
         dbt_commands,
         ingest_commands,
         replay_commands,
+        rescore_commands,
+        runs_commands,
         warehouse_commands,
     )
+    from ragledger.cli.common import accept_database_everywhere
 
     for module in (
         warehouse_commands,
@@ -71,10 +74,13 @@ def _register() -> None:
         dbt_commands,
         compile_commands,
         replay_commands,
+        rescore_commands,
         audit_commands,
+        runs_commands,
     ):
         for command in module.COMMANDS:
             main.add_command(command)
+    accept_database_everywhere(main)
 
 
 _register()

@@ -80,8 +80,21 @@ def _counts(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+#: AuditSettings field -> the option a user typed.
+OPTION_NAMES = {
+    "gap": "--gap",
+    "seed": "--seed",
+    "draws": "--draws",
+    "splits": "--splits",
+    "null_draws": "--null-draws",
+    "null_splits": "--null-splits",
+    "retention_threshold": "--threshold",
+    "pair_draws": "--pair-draws",
+}
+
+
 def _settings(values: dict[str, Any]):  # noqa: ANN202
-    from analysis.audit import AuditSettings
+    from analysis.settings import AuditSettings, InvalidSetting
 
     try:
         return AuditSettings(
@@ -96,18 +109,28 @@ def _settings(values: dict[str, Any]):  # noqa: ANN202
             retention_threshold=values["threshold"],
             pair_draws=values.get("pair_draws", 2000),
         )
-    except ValueError as error:
-        raise WarehouseError(str(error).replace("`", "--").replace("_", "-")) from None
+    except InvalidSetting as error:
+        option = OPTION_NAMES.get(error.name, "--" + error.name.replace("_", "-"))
+        raise WarehouseError(f"{option} {error.problem}") from None
 
 
-def _fmt(value: Any, scale: float = 100.0, suffix: str = "pp") -> str:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return "n/a"
-    if number != number:
-        return "n/a"
-    return f"{number * scale:.1f}{suffix}"
+def _fmt(value: Any, suffix: str = "pp") -> str:
+    """pp or % to one decimal ("n/a" when undefined, never "-0.0")."""
+    from analysis.formatting import pct, pp
+
+    return (pct if suffix == "%" else pp)(value, missing="n/a")
+
+
+def _print_warnings(run: Any) -> None:  # noqa: ANN401
+    """Every warning of every audited panel, under the panel's name."""
+    for audit in run.audits:
+        if not audit.warnings:
+            continue
+        console.print(
+            f"Warnings for {audit.panel['panel_name']}:", markup=False, highlight=False
+        )
+        for warning in audit.warnings:
+            console.print(f"  - {warning}", markup=False, highlight=False)
 
 
 def _print_audits(run: Any) -> None:  # noqa: ANN401
@@ -154,6 +177,9 @@ def _print_audits(run: Any) -> None:  # noqa: ANN401
             ],
             title=f"{run.pairs[0][1].current_reader} -> {run.pairs[0][1].candidate_reader}",
         )
+        for _, p in run.pairs:
+            for note in p.notes:
+                console.print(f"{p.metric}: {note}", markup=False, highlight=False)
     for key, _, selection in run.selections:
         print_table(
             ["Method", "Accuracy", "Interval"],
@@ -167,8 +193,13 @@ def _print_audits(run: Any) -> None:  # noqa: ANN401
             ],
             title=key,
         )
+    _print_warnings(run)
+    _print_messages(run)
+
+
+def _print_messages(run: Any) -> None:  # noqa: ANN401
     for message in run.messages:
-        errors.print(f"[yellow]{message}[/yellow]")
+        errors.print(message, style="yellow", markup=False, highlight=False)
 
 
 @click.command("audit")
@@ -250,7 +281,7 @@ def audit(
     """Audit panels from the marts: retention, bootstraps, flips, nulls, EIV, McNemar.
 
     Reads marts.dim_panels / panel_cells read-only, computes every statistic of
-    specs/statistics.md, writes analysis.audits, analysis.statistics and
+    docs/statistics.md, writes analysis.audits, analysis.statistics and
     analysis.reader_results in one transaction (reruns replace), and with
     --output writes summary.json, REPORT.md and report.html. With --current and
     --candidate it also reports what ragscale's `run` reports for that pair.
@@ -299,7 +330,11 @@ def audit(
     type=click.Path(dir_okay=False),
     help="ragscale paired_scores.csv (or records.jsonl).",
 )
-@click.option("--metric", help="Metric to audit when the file holds several.")
+@click.option(
+    "--metric",
+    help="Metric to audit when the file holds several (default: the file's first "
+    "metric, i.e. ragscale's configured order; the command says which).",
+)
 @click.option(
     "--output",
     "-o",
@@ -330,6 +365,7 @@ def replay_audit(
         )
     finally:
         progress.finish()
+    _print_messages(run)
     if output is None:
         console.print(
             markdown_report(run.document, run.audits), markup=False, highlight=False
@@ -342,6 +378,7 @@ def replay_audit(
         f"median excess flips {_fmt(replay['median_excess_flips'])})",
         markup=False,
     )
+    _print_warnings(run)
 
 
 COMMANDS: list[click.Command] = [audit, replay_audit]

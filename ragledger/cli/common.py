@@ -33,8 +33,45 @@ def error_handler(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+_DATABASE_KEY = "ragledger.database"
+
+
 def database_path(ctx: click.Context) -> Path | None:
-    """The ``--db`` given to the group (None means the default file)."""
-    root = ctx.find_root()
-    value = (root.obj or {}).get("database")
+    """The warehouse file: ``--db`` of the command, else of the group, else None.
+
+    None means the default file (``RAGLEDGER_DB``, else data/warehouse.duckdb).
+    """
+    value = ctx.meta.get(_DATABASE_KEY)
+    if value is None:
+        value = (ctx.find_root().obj or {}).get("database")
     return Path(value) if value else None
+
+
+def _remember_database(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+    if value is not None:
+        ctx.meta[_DATABASE_KEY] = value  # meta is shared by the whole context chain
+    return value
+
+
+def database_option() -> click.Option:
+    """``--db`` for one command; its value overrides the group's ``--db``."""
+    return click.Option(
+        ["--db"],
+        type=click.Path(dir_okay=False),
+        expose_value=False,
+        callback=_remember_database,
+        help="Warehouse file (overrides `ragledger --db` and RAGLEDGER_DB).",
+    )
+
+
+def accept_database_everywhere(command: click.Command) -> None:
+    """Give ``command`` and every subcommand under it a ``--db`` option.
+
+    ``ragledger --db W ingest matrix F`` and ``ragledger ingest matrix F --db W``
+    then mean the same; a command's own ``--db`` wins over the group's.
+    """
+    if not any("--db" in param.opts for param in command.params):
+        command.params.append(database_option())
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            accept_database_everywhere(sub)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
 
 import warehouse
 from ragledger.cli.common import database_path, error_handler
-from ragledger.cli.console import RichProgress, console, errors
+from ragledger.cli.console import RichProgress, console, errors, print_table
 from warehouse.errors import WarehouseError
 
 
@@ -30,12 +31,64 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
+def policy_listing() -> list[dict[str, Any]]:
+    """Every registered policy: name, kind, whether it needs --budget, its options
+    with their defaults (what ``--option KEY=VALUE`` may set), and what it does."""
+    from generation.policies import REGISTRY, get_policy
+
+    listing = []
+    for name, spec in REGISTRY.items():
+        config = get_policy(name).config
+        options = {
+            key: value
+            for key, value in config.items()
+            if key not in ("policy", "tokenizer", "selector")
+        }
+        listing.append(
+            {
+                "policy": name,
+                "kind": spec.kind,
+                "needs_budget": spec.needs_budget,
+                "options": options,
+                "description": spec.description,
+            }
+        )
+    return listing
+
+
+def _shown(value: Any) -> str:
+    text = "none" if value is None else str(value)
+    if len(text) > 32 and any(ch.isspace() for ch in text):  # a prompt, not a name
+        return f"<text, {len(text)} chars>"
+    return text
+
+
+def _print_policies(as_json: bool) -> None:
+    listing = policy_listing()
+    if as_json:
+        click.echo(json.dumps(listing, indent=2))
+        return
+    print_table(
+        ["policy", "kind", "budget", "options (default)", "description"],
+        [
+            (
+                entry["policy"],
+                entry["kind"],
+                "required" if entry["needs_budget"] else "-",
+                " ".join(f"{k}={_shown(v)}" for k, v in entry["options"].items())
+                or "-",
+                entry["description"],
+            )
+            for entry in listing
+        ],
+        title="policies (set options with --option KEY=VALUE)",
+    )
+
+
 @click.command("compile")
-@click.option(
-    "--policy", "policy_name", required=True, help="Policy name (see --list)."
-)
+@click.option("--policy", "policy_name", help="Policy name (see --list).")
 @click.option("--budget", type=int, default=None, help="Token budget (cl100k_base).")
-@click.option("--dataset", "dataset_id", required=True, help="Dataset id in raw.items.")
+@click.option("--dataset", "dataset_id", help="Dataset id in raw.items.")
 @click.option(
     "--option",
     "options",
@@ -53,16 +106,25 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option(
     "--limit", type=int, default=None, help="Only the first N items (by item id)."
 )
+@click.option(
+    "--list",
+    "list_policies",
+    is_flag=True,
+    help="List the policies with their options and defaults, then exit.",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --list: print JSON.")
 @click.pass_context
 @error_handler
 def compile_command(
     ctx: click.Context,
-    policy_name: str,
+    policy_name: str | None,
     budget: int | None,
-    dataset_id: str,
+    dataset_id: str | None,
     options: tuple[str, ...],
     policy_version: int,
     limit: int | None,
+    list_policies: bool,
+    as_json: bool,
 ) -> None:
     """Compile one evidence artifact per item for POLICY at BUDGET.
 
@@ -72,6 +134,12 @@ def compile_command(
     head_tail, bm25, dense, dense_rerank, llmlingua2, longllmlingua, provence,
     lm_filter (selectors; need --budget, except lm_filter mode=threshold).
     """
+    if list_policies:
+        _print_policies(as_json)
+        return
+    for value, option in ((policy_name, "--policy"), (dataset_id, "--dataset")):
+        if not value:
+            raise click.UsageError(f"Missing option '{option}' (or use --list).")
     from generation.artifacts import compile_dataset
     from generation.policies import get_policy
 

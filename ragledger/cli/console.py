@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -16,8 +17,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-# Off a terminal (pipes, CI logs) rich would assume 80 columns and fold every table.
-_WIDTH = None if sys.stdout.isatty() else 160
+# Off a terminal (pipes, CI logs) rich would assume 80 columns and fold every
+# table; an explicit COLUMNS (``COLUMNS=80 ragledger ...``) is honoured anywhere.
+_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
 console = Console(soft_wrap=True, width=_WIDTH)
 errors = Console(stderr=True, soft_wrap=True, width=_WIDTH)
 
@@ -60,6 +62,18 @@ class RichProgress:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+def print_fields(
+    fields: Sequence[tuple[str, Any]], *, title: str | None = None
+) -> None:
+    """Print one record as a two-column ``field | value`` table (fits 80 columns)."""
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("field", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    for name, value in fields:
+        table.add_row(name, _cell(value))
+    console.print(table)
 
 
 def print_table(

@@ -29,6 +29,18 @@ from warehouse import connect
     help="Dataset id (default <benchmark>-<slice>, e.g. hotpotqa-first100).",
 )
 @click.option(
+    "--document-manifest",
+    type=click.Path(exists=True, dir_okay=False),
+    help="LOONG: pin the document file of ambiguous names "
+    '({"documents": {name: {"filename", "sha256"}}} or {"items": {id: [file, ...]}}).',
+)
+@click.option(
+    "--haystack-dir",
+    type=click.Path(exists=True, file_okay=False),
+    help="NoLiMa: the haystack folder to use (e.g. haystack/rand_shuffle_long); "
+    "needed when the download has several tiers.",
+)
+@click.option(
     "--replace",
     is_flag=True,
     help="Overwrite a dataset id loaded from another file or slice.",
@@ -42,6 +54,8 @@ def benchmark(
     slice_first: str | None,
     slice_ids: str | None,
     dataset_id: str | None,
+    document_manifest: str | None,
+    haystack_dir: str | None,
     replace: bool,
 ) -> None:
     """Load benchmark NAME from PATH (never downloads).
@@ -62,6 +76,8 @@ def benchmark(
             dataset_id=dataset_id,
             replace=replace,
             progress=RichProgress(),
+            document_manifest=document_manifest,
+            haystack_dir=haystack_dir,
         )
     finally:
         con.close()

@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 import warehouse
 from ragledger.cli.common import database_path, error_handler
-from ragledger.cli.console import RichProgress, console, errors, print_table
+from ragledger.cli.console import RichProgress, console, errors, print_fields
 from warehouse.errors import WarehouseError
 
 
 def _split(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def _replay_fields(summary: Any) -> list[tuple[str, Any]]:
+    """The replay summary as ``(field, value)`` rows: readable at 80 columns."""
+    cost = "" if summary.cost_usd is None else f"{summary.cost_usd:.6f}"
+    return [
+        ("run", summary.run_id),
+        ("calls planned", summary.planned),
+        ("reused (already answered)", summary.reused),
+        ("made", summary.made),
+        ("  ok / empty / failed", f"{summary.ok} / {summary.empty} / {summary.failed}"),
+        ("attempts", summary.attempts),
+        ("prompt tokens", summary.prompt_tokens),
+        ("completion tokens", summary.completion_tokens),
+        ("cost usd", cost),
+        ("seconds", f"{summary.elapsed_s:.1f}"),
+    ]
 
 
 @click.command("replay")
@@ -145,15 +163,7 @@ def replay_command(
         )
         for message in summary.refused:
             errors.print(f"[yellow]refused[/] {message}")
-        print_table(
-            ["run", "planned", "reused", "made", "ok", "empty", "failed", "attempts",
-             "prompt tokens", "completion tokens", "cost usd", "seconds"],
-            [[summary.run_id, summary.planned, summary.reused, summary.made,
-              summary.ok, summary.empty, summary.failed, summary.attempts,
-              summary.prompt_tokens, summary.completion_tokens, summary.cost_usd,
-              round(summary.elapsed_s, 1)]],
-            title=f"replay {dataset_id}",
-        )  # fmt: skip
+        print_fields(_replay_fields(summary), title=f"replay {dataset_id}")
         if judge is not None:
             result = judge_generations(
                 con,
@@ -165,12 +175,18 @@ def replay_command(
                 run_id=summary.run_id,
                 progress=RichProgress(),
             )
-            print_table(
-                ["judge", "planned", "reused", "judged", "verdict errors",
-                 "call errors", "empty answers"],
-                [[judge.judge_id, result.planned, result.reused, result.judged,
-                  result.verdict_errors, result.call_errors, result.empty_answers]],
-            )  # fmt: skip
+            print_fields(
+                [
+                    ("judge", judge.judge_id),
+                    ("planned", result.planned),
+                    ("reused", result.reused),
+                    ("judged", result.judged),
+                    ("verdict errors", result.verdict_errors),
+                    ("call errors", result.call_errors),
+                    ("empty answers", result.empty_answers),
+                ],
+                title=f"judge {judge.judge_id}",
+            )
     finally:
         con.close()
     if summary.failed:

@@ -10,6 +10,7 @@ import pytest
 from analysis.audit import AuditSettings, audit_panel, dumps, summary, write_folder
 from analysis.nulls import null_arrays
 from analysis.panel import PanelArrays
+from analysis.report import markdown_report
 from tests.analysis.simulate import binary_panel, continuous_panel
 
 SMALL = AuditSettings(draws=150, splits=120, null_draws=8, null_splits=30)
@@ -195,3 +196,120 @@ def test_settings_are_validated():
         AuditSettings(splits=-1)
     with pytest.raises(ValueError, match="gap"):
         AuditSettings(gap=2.0)
+
+
+# ---------------------------------------------------------------- token ratios
+
+
+def test_a_ragscale_file_reports_total_token_ratio_not_prompt(example_dir):
+    """replay-audit reads raw_tokens/compressed_tokens (prompt plus completion)."""
+    import csv
+
+    from analysis.audit import replay_audit_file
+
+    path = example_dir / "paired_scores.csv"
+    run = replay_audit_file(
+        path,
+        metric="exact_match",
+        settings=AuditSettings(draws=50, splits=50, nulls=False),
+    )
+    tokens = run.document["panel"]["token_ratios"]
+    assert tokens["token_counts"] == "total"
+    # two readers: one pair, whose ratio is the mean over its cells of compressed/raw tokens
+    rows = [r for r in csv.DictReader(path.open()) if r["metric"] == "exact_match"]
+    by_hand = sum(
+        float(r["compressed_tokens"]) / float(r["raw_tokens"]) for r in rows
+    ) / len(rows)
+    assert tokens["total_token_ratio"] == pytest.approx(by_hand, rel=1e-12)
+    assert tokens["prompt_token_ratio"] is None
+    assert "not prompt tokens" in tokens["prompt_token_ratio_reason"]
+    assert "prompt plus completion" in tokens["token_counts_description"]
+    report = (run.audits[0]).token_ratios
+    assert (
+        report.total_token_cost_ratio
+        == run.audits[0].resolution.median_token_cost_ratio
+    )
+    names = {row.statistic for row in run.audits[0].stat_rows()}
+    assert {
+        "prompt_token_ratio",
+        "total_token_ratio",
+        "total_token_cost_ratio",
+    } <= names
+
+
+def test_a_warehouse_panel_reports_prompt_token_ratio(panel):
+    import dataclasses
+
+    raw_tokens = np.full(panel.raw.shape, 1000.0)
+    comp_tokens = np.full(panel.raw.shape, 250.0)
+    with_tokens = dataclasses.replace(
+        panel,
+        raw_tokens=raw_tokens,
+        comp_tokens=comp_tokens,
+        info={"verdict": "verified"},
+    )
+    audit = audit_panel(
+        with_tokens, AuditSettings(**{**SMALL.__dict__, "nulls": False})
+    )
+    document = strict(summary([audit]))["panels"][0]["token_ratios"]
+    assert document["token_counts"] == "prompt"
+    assert document["prompt_token_ratio"] == 0.25
+    assert document["total_token_ratio"] is None
+    assert "not total tokens" in document["total_token_ratio_reason"]
+    text = markdown_report(summary([audit]), [audit])
+    assert "| Token ratio (compressed / raw) | prompt tokens | 0.2500 |" in text
+
+
+def test_no_token_counts_give_both_ratios_null_with_a_reason(panel):
+    audit = audit_panel(panel, AuditSettings(**{**SMALL.__dict__, "nulls": False}))
+    tokens = audit.token_ratios.to_dict()
+    assert tokens["token_counts"] == "none"
+    for kind in ("prompt", "total"):
+        assert tokens[f"{kind}_token_ratio"] is None
+        assert (
+            tokens[f"{kind}_token_ratio_reason"] == "the panel carries no token counts"
+        )
+
+
+# ---------------------------------------------------------------- CLI output
+
+
+def test_audit_prints_every_warning_not_a_count(panel, capsys):
+    from analysis.results import AuditRun
+    from ragledger.cli.audit_commands import _print_audits
+
+    audit = audit_panel(panel, AuditSettings(**{**SMALL.__dict__, "nulls": False}))
+    assert audit.warnings
+    _print_audits(AuditRun([audit], [], [], {}, {}, 0, []))
+    out = capsys.readouterr().out
+    assert f"Warnings for {panel.panel_name}:" in out
+    for warning in audit.warnings:
+        assert f"  - {warning}" in out
+
+
+def test_unknown_declared_reader_gets_a_suggestion_and_the_list(panel):
+    from analysis.audit import check_declared_readers
+    from warehouse.errors import WarehouseError
+
+    readers = ", ".join(sorted(panel.readers))
+    with pytest.raises(WarehouseError) as found:
+        check_declared_readers([panel], panel.readers[0] + "x", panel.readers[1])
+    assert str(found.value) == (
+        f"--current {panel.readers[0] + 'x'!r} is not a reader of the chosen panels; "
+        f"did you mean {panel.readers[0]!r}? readers: {readers}"
+    )
+    with pytest.raises(WarehouseError) as found:
+        check_declared_readers([panel], panel.readers[0], "zzzzzzzz")
+    assert str(found.value) == (
+        "--candidate 'zzzzzzzz' is not a reader of the chosen panels; "
+        f"no reader is close; readers: {readers}"
+    )
+    check_declared_readers([panel], panel.readers[0], panel.readers[1])  # both known
+
+
+def test_suggestion_matches_the_name_after_the_provider():
+    from analysis.audit import _suggestion
+
+    known = ["meta-llama/llama-3.3-70b-instruct", "qwen/qwen-2.5-7b-instruct"]
+    assert _suggestion("llama-3.3-70b-instruct", known) == known[0]
+    assert _suggestion("Qwen/Qwen-2.5-7B-Instruct", known) == known[1]

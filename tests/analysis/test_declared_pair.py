@@ -89,3 +89,111 @@ def test_exact_mcnemar_on_the_pair(results, example_dir):
         results["exact_match"]["raw_mcnemar_p"]
         == binomtest(wins_a, wins_a + wins_b, 0.5).pvalue
     )
+
+
+# ---------------------------------------------------------------- declared downgrades
+
+
+def _pair(current_raw, current_comp, candidate_raw, candidate_comp):
+    from analysis.declared_pair import PairInput
+
+    arrays = [
+        np.asarray(a, float)
+        for a in (current_raw, current_comp, candidate_raw, candidate_comp)
+    ]
+    n = arrays[0].size
+    return PairInput("em", "a", "b", [f"i{k}" for k in range(n)], *arrays)
+
+
+def test_a_declared_downgrade_keeps_ragscale_fields_and_says_downgrade():
+    # hand-worked on 20 rows: raw 16/20 -> 8/20 is an upgrade of -0.40; compressed
+    # 12/20 -> 7/20 is -0.25; ragscale's ratio -0.25 / -0.40 = 0.625 < 0.75
+    cur_raw = [1] * 16 + [0] * 4
+    cur_comp = [1] * 12 + [0] * 8
+    cand_raw = [1] * 8 + [0] * 12
+    cand_comp = [1] * 7 + [0] * 13
+    result = declared_pair(_pair(cur_raw, cur_comp, cand_raw, cand_comp), draws=50)
+    assert result.raw_upgrade == pytest.approx(-0.4)
+    assert result.compressed_upgrade == pytest.approx(-0.25)
+    assert result.upgrade_retention == pytest.approx(0.625)  # ragscale's |upgrade| rule
+    assert result.outcome == "observed-upgrade-attenuated"  # ragscale parity
+    assert result.raw_direction == "downgrade"
+    assert result.directional_outcome == "observed-downgrade-attenuated"
+    assert result.notes == [
+        "Declared downgrade: the candidate's raw score is 40.0pp below the current "
+        "reader's. upgrade_retention and outcome keep ragscale's |upgrade| rule "
+        "(observed-upgrade-attenuated); here 62.5% is the share of the raw downgrade "
+        "still visible under compression."
+    ]
+    row = next(r for r in result.stat_rows() if r.statistic == "pair_upgrade_retention")
+    assert row.counts["raw_direction"] == "downgrade"
+    document = result.to_dict()
+    assert document["directional_outcome"] == "observed-downgrade-attenuated"
+
+
+@pytest.mark.parametrize(
+    ("raw", "comp", "direction", "outcome", "directional"),
+    [
+        (
+            0.4,
+            0.35,
+            "upgrade",
+            "observed-upgrade-preserved",
+            "observed-upgrade-preserved",
+        ),
+        (
+            -0.4,
+            -0.35,
+            "downgrade",
+            "observed-upgrade-preserved",
+            "observed-downgrade-preserved",
+        ),
+        (-0.4, 0.1, "downgrade", "observed-order-reversed", "observed-order-reversed"),
+        (
+            -0.02,
+            -0.01,
+            "downgrade",
+            "insufficient-raw-separation",
+            "insufficient-raw-separation",
+        ),
+        (0.0, 0.0, "tie", "insufficient-raw-separation", "insufficient-raw-separation"),
+    ],
+)
+def test_direction_and_directional_outcome(raw, comp, direction, outcome, directional):
+    from analysis.declared_pair import directional_outcome, outcome_label, raw_direction
+
+    ratio = comp / raw if abs(raw) >= 0.05 else float("nan")
+    found = outcome_label(raw, comp, ratio, gap=0.05, threshold=0.75)
+    assert found == outcome
+    assert raw_direction(raw) == direction
+    assert directional_outcome(found, direction) == directional
+
+
+def test_the_bundled_pair_declared_backwards_is_a_downgrade(example_dir, published):
+    source = read_ragscale_file(example_dir / "paired_scores.csv")
+    panel = panel_from_ragscale(source, "exact_match")
+    forward = declared_pair(
+        pair_input_from_panel(
+            panel,
+            published["comparison"]["current"],
+            published["comparison"]["candidate"],
+        ),
+        seed=RUN_SEED,
+    )
+    backward = declared_pair(
+        pair_input_from_panel(
+            panel,
+            published["comparison"]["candidate"],
+            published["comparison"]["current"],
+        ),
+        seed=RUN_SEED,
+    )
+    assert forward.raw_direction == "upgrade" and forward.notes == []
+    assert backward.raw_upgrade == -forward.raw_upgrade
+    assert backward.upgrade_retention == pytest.approx(forward.upgrade_retention)
+    assert backward.outcome == forward.outcome  # ragscale's rule ignores the sign
+    assert backward.raw_direction == "downgrade"
+    assert backward.directional_outcome == forward.outcome.replace(
+        "upgrade", "downgrade"
+    )
+    assert backward.notes and "Declared downgrade" in backward.notes[0]

@@ -7,15 +7,14 @@ import pytest
 from generation.chunking import TokenChunker
 from generation.evidence import (
     GoldSpan,
-    candidate_line_retention,
     check_chunk_claim,
     compression_ratio,
     evidence_metrics,
     token_span_recall,
-    value_match,
 )
 from generation.packing import SourceUnion
 from generation.tokens import encode_text
+from ingest.benchmarks.loong import candidate_lines
 
 FACT = "Mary travelled to the kitchen."
 
@@ -115,45 +114,113 @@ def test_forged_chunk_claim_rejected():
     check_chunk_claim(chunks[0].text + "\n" + chunks[1].text, ["e::1", "e::0"], chunks)
 
 
-@pytest.mark.parametrize(
-    ("gold", "source", "selection", "evaluable", "retained"),
-    [
-        ("$101", "Revenue $101\nOther $100", "Other $100", True, 0),
-        ("Apple Inc.", "Apple Inc.", "pineapple orchard", True, 0),
-        ("$101", "Revenue $101", "Revenue $101", True, 1),
-        ("$101", "No relevant row", "", False, None),
-    ],
-)
-def test_loong_candidate_lines(gold, source, selection, evaluable, retained):
-    result = candidate_line_retention(gold, source, selection)
-    assert result.evaluable is evaluable
-    assert result.retained == retained
+def _loong_metrics(gold: str, source: str, selection: str):
+    """The LOONG path as ragledger runs it: ingest finds the candidate lines (the
+    one value match), compile scores the selection against them."""
+    spans = [
+        GoldSpan(0, a, b, source[a:b], "candidate_line")
+        for a, b in candidate_lines(source, gold)
+    ]
+    return evidence_metrics(selection, None, spans, selected_tokens=1, source_tokens=1)
 
 
 @pytest.mark.parametrize(
-    ("gold", "text", "expected"),
-    [
-        ("$101", "$100", False),
-        ("1.03", "0.03", False),
-        ("$100", "$99", False),
-        ("-$0.04", "$0.04", True),
-        ("$0.04", "-$0.04", True),
-        ("$(0.91)", "0.91", True),
-        ("$(0.91)", "-0.91", True),
-        ("2,647,583", "2647583", True),
-        ("12.5%", "12.5", True),
-        ("$101", "the value is $101", True),
-        ("$10,135 in thousands", "10,135", True),
-        ("$10,135 in thousands", "$10,135,000", True),
-        ("$9,932 in thousands", "9,932 (in thousands)", True),
-        (
-            "General Enterprise Ventures, Inc.",
-            "shares of General Enterprise Ventures.",
-            True,
-        ),
-        ("Dominari Holdings Inc.", "Dominari Holdings", True),
-        ("Apple Inc.", "pineapple orchard", False),
+    ("gold", "source", "selection", "recall"),
+    [  # context_selection.md section 9, "LOONG candidate lines"
+        ("$101", "Revenue $101\nOther $100", "Other $100", 0.0),
+        ("Apple Inc.", "Apple Inc.", "pineapple orchard", 0.0),
+        ("$101", "Revenue $101", "Revenue $101", 1.0),
+        ("$101", "No relevant row", "", None),
     ],
 )
-def test_value_match(gold, text, expected):
-    assert value_match(gold, text) is expected
+def test_loong_candidate_lines(gold, source, selection, recall):
+    metrics = _loong_metrics(gold, source, selection)
+    assert metrics.evidence_recall == recall
+    assert (metrics.evidence_recall is not None) is (metrics.gold_spans > 0)
+
+
+def _any_line_survives(lines: list[str], selection: str) -> float:
+    """CoRA-Bench's rule written from its definition (loong_evidence.py)."""
+
+    def norm(text: str) -> str:
+        return " ".join(text.lower().split())
+
+    return float(any(norm(line) in norm(selection) for line in lines))
+
+
+def test_loong_any_candidate_line_counts_one():
+    # three candidate lines, one kept (lowercased, re-spaced): 1, not 1/3
+    source = (
+        "Revenue   $101 total\nOther $100\nRevenue was $101 again\n"
+        "Restated revenue $101\n"
+    )
+    selection = "... REVENUE WAS\n$101   AGAIN ..."
+    metrics = _loong_metrics("$101", source, selection)
+    lines = [source[a:b] for a, b in candidate_lines(source, "$101")]
+    assert len(lines) == 3 == metrics.gold_spans
+    assert metrics.evidence_recall == 1.0 == _any_line_survives(lines, selection)
+    assert metrics.span_recall is None  # always verbatim, even with kept spans
+    kept = evidence_metrics(
+        "",
+        [(0, 0, len(source))],
+        metrics_spans(source),
+        selected_tokens=0,
+        source_tokens=1,
+    )
+    assert kept.evidence_recall == 0.0
+
+
+def metrics_spans(source: str) -> list[GoldSpan]:
+    return [
+        GoldSpan(0, a, b, source[a:b], "candidate_line")
+        for a, b in candidate_lines(source, "$101")
+    ]
+
+
+def test_nolima_needle_is_verbatim_and_case_sensitive():
+    needle = "Actually, Yuki lives next to the Semper Opera House."
+    gold = [GoldSpan(0, 10, 10 + len(needle), needle, "needle")]
+    # spans that do not cover the needle do not matter: the needle is scored verbatim
+    kept = evidence_metrics(
+        "x " + needle, [(0, 0, 5)], gold, selected_tokens=1, source_tokens=2
+    )
+    assert kept.evidence_recall == 1.0 and kept.span_recall is None
+    lowered = evidence_metrics(
+        needle.lower(), None, gold, selected_tokens=1, source_tokens=2
+    )
+    assert lowered.evidence_recall == 0.0
+
+
+def test_longmemeval_turns_lowercased_and_abstention_excluded():
+    turn = "I adopted a dog named Max last week."
+    gold = [
+        GoldSpan(0, 100, 100 + len(turn), turn, "answer_turn"),
+        GoldSpan(0, 300, 320, "My sister is in Lima.", "answer_turn"),
+    ]
+    metrics = evidence_metrics(
+        "user: i adopted a DOG named max  last week.",
+        None,
+        gold,
+        selected_tokens=1,
+        source_tokens=2,
+    )
+    assert metrics.evidence_recall == 0.5  # lowercased survival, per turn
+    spans = evidence_metrics(
+        "", [(0, 90, 200)], gold, selected_tokens=1, source_tokens=2
+    )
+    assert spans.evidence_recall == 0.5 and spans.span_recall == 0.5
+    absent = evidence_metrics(
+        turn, None, gold, selected_tokens=1, source_tokens=2, is_abstention=True
+    )
+    assert absent.evidence_recall is None and absent.verbatim_survival is None
+
+
+def test_mixed_kinds_refused():
+    with pytest.raises(ValueError, match="mix kinds"):
+        evidence_metrics(
+            "t",
+            None,
+            [GoldSpan(0, 0, 1, "t", "needle"), GoldSpan(0, 0, 1, "t", "answer_turn")],
+            selected_tokens=1,
+            source_tokens=1,
+        )

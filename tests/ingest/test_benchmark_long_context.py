@@ -287,7 +287,13 @@ def test_loong_documents_and_candidate_lines(tmp_path):
     assert stored["metadata"]["instruction"] == "Answer from the docs."
     docs = passages(con, stored["pool_id"])
     assert [d[1] for d in docs] == ["AcmeCorp", "Bêta"]
-    assert docs[1][2] == "《Bêta》\nBêta SA\nNet income $5\n"
+    # the last document keeps the context's closing blank line (CoRA-Bench's form)
+    assert (
+        docs[0][2]
+        == "《AcmeCorp》\n"
+        + (path.parent / "doc" / "financial" / "2024-AcmeCorp-annual.txt").read_text()
+    )
+    assert docs[1][2] == "《Bêta》\nBêta SA\nNet income $5\n\n\n"
     got = spans(con, "loong-all", "loong_0000")
     assert [(s[0], s[3], s[4]) for s in got] == [
         (0, "Revenue $101", "candidate_line"),

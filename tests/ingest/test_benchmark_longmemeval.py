@@ -64,29 +64,45 @@ def _write(tmp_path, records):
     return path
 
 
+def _history(record) -> str:
+    """CoRA-Bench's context, written from its definition: every line "\\n"-joined."""
+    lines = []
+    for k, (date, session) in enumerate(
+        zip(record["haystack_dates"], record["haystack_sessions"], strict=True)
+    ):
+        lines.append(f"[Session {k + 1} | {date}]")
+        lines += [f"{turn['role']}: {turn['content']}" for turn in session]
+    return "\n".join(lines)
+
+
 def test_sessions_turn_spans_abstention_and_bm25_pool(tmp_path):
     con = warehouse.connect(":memory:")
-    result = ingest_benchmark(con, "longmemeval", _write(tmp_path, _records()))
+    records = _records()
+    result = ingest_benchmark(con, "longmemeval", _write(tmp_path, records))
     assert result.items == 3
     q1 = item(con, "longmemeval-all", "q1")
     assert q1["question_date"] == "2023/05/30 (Tue) 10:00"
     assert q1["is_abstention"] is False
     assert q1["metadata"]["haystack_dates"][1] == "2023/05/02 (Mon) 09:00"
-    sessions = passages(con, q1["pool_id"])
-    assert len(sessions) == 24
-    assert sessions[1] == (
-        "session_2",
-        None,
+    pool = passages(con, q1["pool_id"])
+    history = _history(records[0])
+    assert pool == [("history", None, history)]  # sessions joined by one newline
+    session_2 = (
         "[Session 2 | 2023/05/02 (Mon) 09:00]\n"
         "user: My dog is called Max. Max is café-loving 🐶.\n"
-        "assistant: Max is a nice name.",
+        "assistant: Max is a nice name."
     )
-    start = len("[Session 2 | 2023/05/02 (Mon) 09:00]\nuser: ")
+    assert "\n" + session_2 + "\n[Session 3 |" in history
     content = "My dog is called Max. Max is café-loving 🐶."
+    start = history.index("user: " + content) + len("user: ")
     assert spans(con, "longmemeval-all", "q1") == [
-        (1, start, start + len(content), content, "answer_turn", 0)
+        (0, start, start + len(content), content, "answer_turn", 0)
     ]
-    assert item(con, "longmemeval-all", "q1_abs")["is_abstention"] is True
+    q1_abs = item(con, "longmemeval-all", "q1_abs")
+    assert q1_abs["is_abstention"] is True
+    # an abstention has no positive evidence: no spans, the flagged turn counted
+    assert spans(con, "longmemeval-all", "q1_abs") == []
+    assert q1_abs["metadata"]["abstention_answer_turns"] == 1
     q2 = item(con, "longmemeval-all", "q2")
     assert q2["answers"] == ["7"]
     assert q2["pool_id"] == warehouse.sha256_text("")
@@ -96,15 +112,19 @@ def test_sessions_turn_spans_abstention_and_bm25_pool(tmp_path):
         "where item_id = 'q1' and policy_id = 'longmemeval-bm25-top20'"
     ).fetchone()
     top = passages(con, pool_id)
-    positions = [s["position"] for s in json.loads(sources)]
-    assert len(top) == 20
-    assert positions == bm25_rank(
-        "What is my dog called?", [s[2] for s in sessions], 20
-    )
-    assert positions[0] == 1
+    sources = json.loads(sources)
+    sessions = [history[a:b] for a, b in q1["metadata"]["session_char_spans"]]
+    assert len(sessions) == 24 and sessions[1] == session_2
+    order = bm25_rank("What is my dog called?", sessions, 20)
+    assert len(top) == 20 and order[0] == 1
     # ties among the tea sessions keep the supplied order
-    assert positions[1:] == sorted(positions[1:])
-    assert [t[2] for t in top] == [sessions[p][2] for p in positions]
+    assert order[1:] == sorted(order[1:])
+    assert [t[2] for t in top] == [sessions[p] for p in order]
+    assert [t[0] for t in top] == [f"session_{p + 1}" for p in order]
+    assert all(s["position"] == 0 for s in sources)
+    assert [history[s["char_start"] : s["char_end"]] for s in sources] == [
+        sessions[p] for p in order
+    ]
     check_spans_select_their_text(con, "longmemeval-all")
     check_pool_ids(con)
 

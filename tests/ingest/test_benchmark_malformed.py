@@ -122,7 +122,9 @@ def test_nolima(tmp_path):
     needles = json.loads(path.read_text())
     needles[1]["id"] = "0401"
     path.write_text(json.dumps(needles), encoding="utf-8")
-    assert_refused(con, "nolima", path, r"record #2: column 'id': duplicate id '0401'")
+    assert_refused(
+        con, "nolima", path, r"record #2 \(0401\): column 'id': duplicate id '0401'"
+    )
     needles[1]["id"] = "0402"
     del needles[0]["needle"]
     path.write_text(json.dumps(needles), encoding="utf-8")

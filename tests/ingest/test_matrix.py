@@ -470,6 +470,21 @@ def test_key_cells_must_not_be_empty(con, tmp_path):
     assert_refused(con, path, "non-empty key value", line=3, column="reader_model")
 
 
+@pytest.mark.parametrize("blank", ["   ", "\t", " \t "])
+@pytest.mark.parametrize("column", ["method", "dataset", "example_id", "reader_model"])
+def test_key_cells_of_only_whitespace_are_empty(con, tmp_path, column, blank):
+    """Issue 11: a `method` of three spaces was accepted as a key."""
+    rows = [make_row(0), make_row(1), make_row(2, **{column: blank})]
+    path = write_matrix(tmp_path / "m.csv", rows)
+    assert_refused(con, path, "not only whitespace", line=4, column=column)
+
+
+def test_key_cells_with_text_and_spaces_are_kept(con, tmp_path):
+    path = write_matrix(tmp_path / "m.csv", [make_row(0, method=" raw ")])
+    load_matrix(con, path)
+    assert con.execute("select method from raw.matrix_rows").fetchall() == [(" raw ",)]
+
+
 @pytest.mark.parametrize("name", ["m.csv", "m.csv.gz"])
 def test_duplicate_key_names_both_lines(con, tmp_path, name):
     rows = [

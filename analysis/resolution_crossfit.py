@@ -1,0 +1,130 @@
+"""Cross-fit resolution cost over splits (section 9, "select on one half,
+estimate on the other").
+
+Notes
+-----
+Per split, the pairs eligible for the flips (separated on the selection half
+S) are estimated on the scoring half T: ``D = x_j - x_i`` per T row,
+``rho = mean_T(D_comp) / mean_T(D_raw)`` (the pair's orientation cancels) and
+``n-ratio = Var_T(D_comp) / Var_T(D_raw) / rho^2`` (ddof = 1, from T sums,
+squares and co-products). A pair is excluded, and counted, when its T raw
+difference is exactly 0 (retention undefined), when ``rho <= 0``, or when
+``Var_T(D_raw) = 0``. The split's value is the median n-ratio of the pairs
+kept; splits with none are omitted and counted. Reported: median and
+2.5/97.5 percentiles of the per-split medians, and the exclusion counts summed
+over splits (pair-splits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from analysis.results import (
+    Interval,
+    ResultMixin,
+    StatRow,
+    median_or_nan,
+    percentile_interval,
+)
+from analysis.splits import SplitBatch, row_median
+
+
+class CrossFitSplits(NamedTuple):
+    """Per split: median n-ratio (NaN when no pair is kept) and pair counts."""
+
+    median: np.ndarray
+    eligible: np.ndarray
+    zero_raw_difference: np.ndarray
+    nonpositive_retention: np.ndarray
+    zero_raw_variance: np.ndarray
+
+    @classmethod
+    def empty(cls) -> CrossFitSplits:
+        return cls(np.zeros(0), *(np.zeros(0, dtype=np.int64) for _ in range(4)))
+
+
+def crossfit_splits(batch: SplitBatch, eligible: np.ndarray) -> CrossFitSplits:
+    """Per split median n-ratio of the S-eligible pairs ``eligible`` (b, P), on T."""
+    p = batch.panel
+    lo, hi = p.pairs
+    r, c = batch.raw, batch.comp
+    size_t = r.size_t
+    sum_raw_d = r.sum_t[:, hi] - r.sum_t[:, lo]
+    sum_comp_d = c.sum_t[:, hi] - c.sum_t[:, lo]
+    sq_r, sq_c = batch.squares_t
+    ssq_raw = sq_r[:, lo] + sq_r[:, hi] - 2 * batch.co_raw_t
+    ssq_comp = sq_c[:, lo] + sq_c[:, hi] - 2 * batch.co_comp_t
+    var_raw = (ssq_raw - sum_raw_d**2 / size_t) / (size_t - 1)
+    var_comp = (ssq_comp - sum_comp_d**2 / size_t) / (size_t - 1)
+    defined = eligible & (batch.d_raw_t != 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = batch.d_comp_t / np.where(defined, batch.d_raw_t, 1.0)
+        ratio = var_comp / var_raw / rho**2
+    positive = defined & (rho > 0)
+    kept = positive & (var_raw > 0) & np.isfinite(ratio)
+    return CrossFitSplits(
+        row_median(np.where(kept, ratio, np.nan)),
+        np.count_nonzero(eligible, axis=1),
+        np.count_nonzero(eligible & ~defined, axis=1),
+        np.count_nonzero(defined & ~positive, axis=1),
+        np.count_nonzero(positive & ~kept, axis=1),
+    )
+
+
+@dataclass(frozen=True)
+class CrossFitResolution(ResultMixin):
+    """Cross-fit n-ratio: median and percentiles of the per-split medians."""
+
+    name: str
+    median: float
+    interval: Interval
+    splits_used: int
+    splits_omitted: int
+    eligible_pair_splits: int
+    excluded_zero_raw_difference: int
+    excluded_nonpositive_retention: int
+    excluded_zero_raw_variance: int
+    reasons: Mapping[str, str] = field(default_factory=dict)
+
+    def stat_rows(self) -> list[StatRow]:
+        return [
+            StatRow(
+                self.name,
+                self.median,
+                self.interval.low,
+                self.interval.high,
+                {
+                    "splits_used": self.splits_used,
+                    "splits_omitted": self.splits_omitted,
+                    "eligible_pair_splits": self.eligible_pair_splits,
+                    "excluded_zero_raw_difference": self.excluded_zero_raw_difference,
+                    "excluded_nonpositive_retention": self.excluded_nonpositive_retention,
+                    "excluded_zero_raw_variance": self.excluded_zero_raw_variance,
+                },
+                self.reasons.get("median"),
+            )
+        ]
+
+
+def crossfit_resolution(
+    splits: CrossFitSplits, level: float = 0.95
+) -> CrossFitResolution:
+    values = splits.median
+    finite = np.isfinite(values)
+    why = "no split has an S-eligible pair with positive T retention and raw variance"
+    return CrossFitResolution(
+        name="crossfit_resolution_n_ratio",
+        median=median_or_nan(values),
+        interval=percentile_interval(values, level),
+        splits_used=int(finite.sum()),
+        splits_omitted=int((~finite).sum()),
+        eligible_pair_splits=int(splits.eligible.sum()),
+        excluded_zero_raw_difference=int(splits.zero_raw_difference.sum()),
+        excluded_nonpositive_retention=int(splits.nonpositive_retention.sum()),
+        excluded_zero_raw_variance=int(splits.zero_raw_variance.sum()),
+        reasons={} if finite.any() else {"median": why, "interval": why},
+    )

@@ -1,0 +1,317 @@
+"""The SQL that writes ``analysis.audits``, ``analysis.statistics`` and ``analysis.reader_results``.
+
+Plain ``INSERT`` statements only: no ``ON CONFLICT``, no ``INSERT OR REPLACE``
+and no reliance on a PRIMARY KEY or UNIQUE constraint (a DuckLake table has
+none). Keys are checked here instead: every row is built in Python first, the
+audit ids of one call must be distinct, a statistic name appears once per audit
+(a repeat becomes ``name#2``) and a reader once per audit. Then, in one
+transaction, the earlier rows of these audit ids are deleted and the new ones
+inserted, so a rerun replaces its rows and a failure leaves the tables as they
+were.
+
+``analysis.audits.snapshot_id`` is a nullable slot for the warehouse snapshot
+the audit read; it is written when the table has that column.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from analysis.results import PanelAudit, StatRow, jsonable
+from analysis.summary_json import dumps
+from analysis.version import CODE_VERSION
+from warehouse.errors import WarehouseError
+from warehouse.hashing import sha256_json
+
+if TYPE_CHECKING:
+    from analysis.declared_pair import DeclaredPairResult
+    from analysis.selection import SelectionResult
+
+AUDIT_COLUMNS = (
+    "audit_id", "panel_id", "panel_name", "metric", "mode", "declared_pair",
+    "input_fingerprint", "code_version", "seed", "settings_json", "summary_json",
+)  # fmt: skip
+STATISTIC_COLUMNS = (
+    "audit_id", "panel_id", "metric", "statistic", "estimate", "interval_low",
+    "interval_high", "reason", "counts_json", "seed", "draws", "input_fingerprint",
+    "code_version",
+)  # fmt: skip
+READER_COLUMNS = (
+    "audit_id", "panel_id", "reader_id", "reader_family", "raw_mean",
+    "compressed_mean", "gain", "rescue", "damage", "cells", "code_version",
+)  # fmt: skip
+
+
+def audit_key(panel_id: str, mode: str, pair: tuple[str, str] | None = None) -> str:
+    """Stable key of one audit of one panel (mode and declared pair included)."""
+    return sha256_json(
+        {"panel_id": panel_id, "mode": mode, "pair": list(pair) if pair else None}
+    )[7:23]
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and np.isfinite(value) else None
+
+
+def table_rows(
+    audit_id: str,
+    panel_id: str,
+    metric: str,
+    rows: Sequence[StatRow],
+    *,
+    seed: int,
+    draws: int,
+    fingerprint: str,
+) -> list[tuple[Any, ...]]:
+    """``analysis.statistics`` rows in :data:`STATISTIC_COLUMNS` order.
+
+    Non-finite numbers become NULL; an undefined estimate keeps its reason
+    ("undefined" when nobody gave one). A repeated statistic name within one
+    audit becomes ``name#2``, ``name#3``, ... so (audit_id, statistic) is a key.
+    """
+    out = []
+    seen: dict[str, int] = {}
+    for row in rows:
+        estimate = _finite(row.estimate)
+        reason = row.reason if estimate is None else None
+        if estimate is None and not reason:
+            reason = "undefined"
+        seen[row.statistic] = seen.get(row.statistic, 0) + 1
+        name = row.statistic
+        if seen[name] > 1:
+            name = f"{name}#{seen[name]}"
+        out.append(
+            (
+                audit_id,
+                panel_id,
+                metric,
+                name,
+                estimate,
+                _finite(row.low),
+                _finite(row.high),
+                reason,
+                json.dumps(jsonable(dict(row.counts)), sort_keys=True, allow_nan=False),
+                seed,
+                draws,
+                fingerprint,
+                CODE_VERSION,
+            )  # fmt: skip
+        )
+    return out
+
+
+@dataclass
+class _Rows:
+    """Every row one call writes, keyed before any SQL runs."""
+
+    audits: list[tuple[Any, ...]]
+    statistics: list[tuple[Any, ...]]
+    readers: list[tuple[Any, ...]]
+
+
+def _audit_row(
+    key: str,
+    panel_id: str,
+    panel_name: str,
+    metric: str,
+    mode: str,
+    pair: str | None,
+    fingerprint: str,
+    settings: Mapping[str, Any],
+    document: str,
+) -> tuple[Any, ...]:
+    return (
+        key, panel_id, panel_name, metric, mode, pair, fingerprint, CODE_VERSION,
+        settings.get("seed"), json.dumps(jsonable(settings), sort_keys=True), document,
+    )  # fmt: skip
+
+
+def _reader_rows(key: str, audit: PanelAudit) -> list[tuple[Any, ...]]:
+    panel_id = audit.panel["panel_id"]
+    return [
+        (
+            key,
+            panel_id,
+            r["reader"],
+            r["family"],
+            r["raw_mean"],
+            r["compressed_mean"],
+            r["gain"],
+            r.get("rescue_share", r.get("mean_positive_change_pp")),
+            r.get("damage_share", r.get("mean_negative_change_pp")),
+            r["cells"],
+            CODE_VERSION,
+        )  # fmt: skip
+        for r in audit.readers
+    ]
+
+
+def build_rows(
+    audits: Sequence[PanelAudit],
+    *,
+    pairs: Sequence[tuple[PanelAudit, DeclaredPairResult]] = (),
+    selections: Sequence[tuple[str, str, SelectionResult]] = (),
+) -> _Rows:
+    """All rows of these audits, in a fixed order, with every key checked."""
+    out = _Rows([], [], [])
+    for audit in audits:
+        panel_id, metric = audit.panel["panel_id"], audit.panel["metric"]
+        key = audit_key(panel_id, "panel")
+        settings = audit.settings
+        out.audits.append(
+            _audit_row(
+                key,
+                panel_id,
+                audit.panel["panel_name"],
+                metric,
+                "panel",
+                None,
+                audit.input_fingerprint,
+                settings,
+                dumps(audit.to_dict()),
+            )  # fmt: skip
+        )
+        out.statistics += table_rows(
+            key, panel_id, metric, audit.panel_stat_rows(), seed=settings["seed"],
+            draws=settings["draws"], fingerprint=audit.input_fingerprint,
+        )  # fmt: skip
+        out.readers += _reader_rows(key, audit)
+    for audit, pair in pairs:
+        panel_id = audit.panel["panel_id"]
+        names = (pair.current_reader, pair.candidate_reader)
+        key = audit_key(panel_id, "declared-pair", names)
+        settings = {**audit.settings, "pair_seed": pair.bootstrap_seed}
+        out.audits.append(
+            _audit_row(
+                key,
+                panel_id,
+                audit.panel["panel_name"],
+                pair.metric,
+                "declared-pair",
+                " -> ".join(names),
+                audit.input_fingerprint,
+                settings,
+                dumps(pair.to_dict()),
+            )  # fmt: skip
+        )
+        out.statistics += table_rows(
+            key, panel_id, pair.metric, pair.stat_rows(),
+            seed=pair.bootstrap_seed or 0, draws=pair.bootstrap_draws,
+            fingerprint=audit.input_fingerprint,
+        )  # fmt: skip
+    for panel_id, fingerprint, selection in selections:
+        key = audit_key(panel_id, "selection")
+        settings = {
+            "draws": selection.draws,
+            "seed": selection.seed,
+            "resampling": selection.resampling,
+        }
+        out.audits.append(
+            _audit_row(
+                key,
+                panel_id,
+                panel_id,
+                "",
+                "selection",
+                selection.baseline,
+                fingerprint,
+                settings,
+                dumps(selection.to_dict()),
+            )  # fmt: skip
+        )
+        out.statistics += table_rows(
+            key, panel_id, "", selection.stat_rows(), seed=selection.seed or 0,
+            draws=selection.draws, fingerprint=fingerprint,
+        )  # fmt: skip
+    _check_keys(out)
+    return out
+
+
+def _check_keys(rows: _Rows) -> None:
+    """The keys a PRIMARY KEY would have enforced, checked in Python."""
+    for table, keyed in (
+        ("analysis.audits", [row[:1] for row in rows.audits]),
+        ("analysis.statistics", [(row[0], row[3]) for row in rows.statistics]),
+        ("analysis.reader_results", [(row[0], row[2]) for row in rows.readers]),
+    ):
+        seen: set[tuple[Any, ...]] = set()
+        for key in keyed:
+            if key in seen:
+                raise WarehouseError(
+                    f"{table}: key {list(key)} would be written twice in one audit"
+                )
+            seen.add(key)
+
+
+def _has_column(con, schema: str, table: str, column: str) -> bool:  # noqa: ANN001
+    found = con.execute(
+        "select count(*) from information_schema.columns "
+        "where table_schema = ? and table_name = ? and column_name = ?",
+        [schema, table, column],
+    ).fetchone()
+    return bool(found and found[0])
+
+
+def _insert(
+    con, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]
+) -> None:  # noqa: ANN001
+    if not rows:
+        return
+    marks = ", ".join("?" for _ in columns)
+    con.executemany(
+        f"insert into {table} ({', '.join(columns)}) values ({marks})", rows
+    )
+
+
+def write_tables(
+    con,  # noqa: ANN001
+    audits: Sequence[PanelAudit],
+    *,
+    pairs: Sequence[tuple[PanelAudit, DeclaredPairResult]] = (),
+    selections: Sequence[tuple[str, str, SelectionResult]] = (),
+    snapshot_id: int | None = None,
+) -> int:
+    """Replace these audits' rows in the three tables in one transaction.
+
+    Returns the number of ``analysis.statistics`` rows written. ``snapshot_id``
+    (the warehouse snapshot the audit read) goes to ``analysis.audits.snapshot_id``;
+    NULL when not given. ``created_at`` is the only column that differs between
+    two audits of the same inputs.
+    """
+    from warehouse import transaction
+
+    rows = build_rows(audits, pairs=pairs, selections=selections)
+    keys = sorted({row[0] for row in rows.audits})
+    with_snapshot = _has_column(con, "analysis", "audits", "snapshot_id")
+    if snapshot_id is not None and not with_snapshot:
+        raise WarehouseError(
+            "analysis.audits has no snapshot_id column; upgrade the warehouse schema"
+        )
+    audit_columns = (*AUDIT_COLUMNS, "created_at")
+    audit_rows = rows.audits
+    if with_snapshot:
+        audit_columns = (*AUDIT_COLUMNS, "snapshot_id", "created_at")
+        audit_rows = [(*row, snapshot_id) for row in rows.audits]
+    marks = ", ".join("?" for _ in audit_columns[:-1])
+    with transaction(con):
+        if keys:
+            placeholders = ", ".join("?" for _ in keys)
+            for table in ("statistics", "reader_results", "audits"):
+                con.execute(
+                    f"delete from analysis.{table} where audit_id in ({placeholders})",
+                    keys,
+                )
+        if audit_rows:
+            con.executemany(
+                f"insert into analysis.audits ({', '.join(audit_columns)}) "
+                f"values ({marks}, now())",
+                audit_rows,
+            )
+        _insert(con, "analysis.statistics", STATISTIC_COLUMNS, rows.statistics)
+        _insert(con, "analysis.reader_results", READER_COLUMNS, rows.readers)
+    return len(rows.statistics)

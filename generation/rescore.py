@@ -1,0 +1,266 @@
+"""Rescore stored answers with another scorer version.
+
+``rescore(con, dataset_id, metric, scorer)`` recomputes ``metric`` for every
+stored ``ok``/``empty`` generation of the dataset (replayed answers and
+imported ragscale answers alike) from the answer text in ``raw.generations``
+and the item's gold in ``raw.items``, with ``scorer`` (``NAME@VERSION``; the
+dataset's benchmark default when omitted). So a panel that mixes imported
+ragscale F1 with replayed F1 can be put on one scorer.
+
+What is written, in one transaction:
+
+* ``raw.scores``: the row in force for each rescored generation x metric is
+  replaced by the new score (``detail_json.rescored_from`` names the version it
+  replaced); every reader of scores (dbt, judges, reruns) sees one score.
+* ``raw.score_versions``: the replaced score and the new one, each under its
+  scorer version; a (generation, metric, version) already kept is not added
+  again, so rescoring back and forth keeps one row per version.
+* ``raw.runs``: one ``rescore`` run.
+
+A generation already on the scorer is left alone; one whose answer text was
+never stored (an imported row with a score but no answer) cannot be rescored
+and is counted in ``no_text``, keeping its score.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import duckdb
+
+from generation.scorers import default_scorer, get_scorer
+from generation.scoring import score_input
+from warehouse import transaction
+from warehouse.errors import WarehouseError
+from warehouse.hashing import canonical_json
+
+
+@dataclass(frozen=True)
+class RescoreSummary:
+    """What a rescore did. ``previous`` counts rescored rows by the version they left."""
+
+    run_id: str
+    dataset_id: str
+    metric: str
+    scorer_version: str
+    generations: int
+    rescored: int
+    unchanged: int
+    no_text: int
+    values_changed: int
+    previous: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rescore(
+    con: duckdb.DuckDBPyConnection,
+    dataset_id: str,
+    metric: str,
+    scorer: str | None = None,
+    *,
+    reader_ids: list[str] | None = None,
+    dry_run: bool = False,
+) -> RescoreSummary:
+    """Put ``metric`` of ``dataset_id``'s stored generations on ``scorer``."""
+    benchmark = _benchmark(con, dataset_id)
+    chosen = get_scorer(scorer) if scorer else default_scorer(benchmark, metric)
+    if chosen.kind != "lexical":
+        raise WarehouseError(
+            f"{chosen.scorer_id} is a judge scorer: its scores come from a model "
+            "call (ragledger judge), not from the stored answer text"
+        )
+    if metric not in chosen.rules:
+        raise WarehouseError(
+            f"scorer {chosen.scorer_id} has no metric {metric!r}; "
+            f"it scores {', '.join(sorted(chosen.rules))}"
+        )
+    version = chosen.scorer_id
+    rows = _stored(con, dataset_id, metric, reader_ids)
+    run_id = "rescore-" + uuid.uuid4().hex[:16]
+    new_scores: list[list[Any]] = []
+    kept: list[list[Any]] = []
+    previous: dict[str, int] = {}
+    unchanged = no_text = values_changed = 0
+    for row in rows:
+        if row["scorer_version"] == version and row["score_status"] == "ok":
+            unchanged += 1
+            continue
+        if row["answer"] is None and row["scorer_version"] is not None:
+            no_text += 1  # an imported score whose answer text was never stored
+            continue
+        item = score_input(
+            row["answer"],
+            _references(row),
+            question=row["question"],
+            question_type=row["question_type"],
+            metadata=_json(row["metadata_json"], "metadata_json", row),
+        )
+        value = chosen.score(metric, item)
+        old = row["scorer_version"]
+        if old is not None:
+            previous[old] = previous.get(old, 0) + 1
+            kept.append(
+                [
+                    row["generation_id"], metric, old, row["score"],
+                    row["score_status"], row["detail_json"] or "{}",
+                    row["source_file_sha256"], run_id,
+                ]
+            )  # fmt: skip
+            if row["score"] is None or value != row["score"]:
+                values_changed += 1
+        detail = canonical_json({"rescored_from": old, "run_id": run_id})
+        new_scores.append([row["generation_id"], metric, value, "ok", version, detail])
+    summary = RescoreSummary(
+        run_id=run_id,
+        dataset_id=dataset_id,
+        metric=metric,
+        scorer_version=version,
+        generations=len(rows),
+        rescored=len(new_scores),
+        unchanged=unchanged,
+        no_text=no_text,
+        values_changed=values_changed,
+        previous=dict(sorted(previous.items())),
+    )
+    if not dry_run and new_scores:
+        _write(con, summary, new_scores, kept)
+    return summary
+
+
+def _write(
+    con: duckdb.DuckDBPyConnection,
+    summary: RescoreSummary,
+    new_scores: list[list[Any]],
+    kept: list[list[Any]],
+) -> None:
+    version_rows = kept + [
+        [gid, metric, version, value, status, detail, None, summary.run_id]
+        for gid, metric, value, status, version, detail in new_scores
+    ]
+    generation_ids = [row[0] for row in new_scores]
+    with transaction(con):
+        present = {
+            tuple(key)
+            for key in con.execute(
+                "select generation_id, metric, scorer_version from raw.score_versions "
+                "where metric = ? and generation_id in (select unnest(?))",
+                [summary.metric, generation_ids],
+            ).fetchall()
+        }
+        missing = []
+        for row in version_rows:
+            key = (row[0], row[1], row[2])
+            if key not in present:
+                present.add(key)
+                missing.append(row)
+        con.execute(
+            "delete from raw.scores where metric = ? "
+            "and generation_id in (select unnest(?))",
+            [summary.metric, generation_ids],
+        )
+        con.executemany(
+            "insert into raw.scores (generation_id, metric, score, status, "
+            "scorer_version, detail_json, created_at) "
+            "values (?, ?, ?, ?, ?, ?, current_timestamp)",
+            new_scores,
+        )
+        if missing:
+            con.executemany(
+                "insert into raw.score_versions (generation_id, metric, "
+                "scorer_version, score, status, detail_json, source_file_sha256, "
+                "run_id, created_at) "
+                "values (?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
+                missing,
+            )
+        config = {
+            "dataset_id": summary.dataset_id,
+            "metric": summary.metric,
+            "scorer_version": summary.scorer_version,
+            "rescored": summary.rescored,
+            "previous": summary.previous,
+        }
+        con.execute(
+            "insert into raw.runs (run_id, kind, command, config_json, status, "
+            "started_at, finished_at) values (?, 'rescore', 'ragledger rescore', ?, "
+            "'finished', current_timestamp, current_timestamp)",
+            [summary.run_id, canonical_json(config)],
+        )
+
+
+def _stored(
+    con: duckdb.DuckDBPyConnection,
+    dataset_id: str,
+    metric: str,
+    reader_ids: list[str] | None,
+) -> list[dict[str, Any]]:
+    query = (
+        "select g.generation_id, g.item_id, g.answer, g.status as generation_status, "
+        "i.question, i.reference_answers_json, i.question_type, i.metadata_json, "
+        "s.score, s.status as score_status, s.scorer_version, s.detail_json, "
+        "s.source_file_sha256 "
+        "from raw.generations g "
+        "join raw.items i on i.dataset_id = g.dataset_id and i.item_id = g.item_id "
+        "left join raw.scores s on s.generation_id = g.generation_id and s.metric = ? "
+        "where g.dataset_id = ? and g.status in ('ok', 'empty')"
+    )
+    params: list[Any] = [metric, dataset_id]
+    if reader_ids:
+        query += " and g.reader_id in (select unnest(?))"
+        params.append(list(reader_ids))
+    cursor = con.execute(query + " order by g.generation_id", params)
+    names = [column[0] for column in cursor.description]
+    rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["generation_id"]] = counts.get(row["generation_id"], 0) + 1
+    doubled = sorted(gid for gid, count in counts.items() if count > 1)
+    if doubled:
+        raise WarehouseError(
+            f"raw.scores holds more than one {metric!r} score for generation "
+            f"{doubled[0]} ({len(doubled)} such generations); nothing was rescored"
+        )
+    return rows
+
+
+def _benchmark(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str | None:
+    row = con.execute(
+        "select benchmark from raw.datasets where dataset_id = ?", [dataset_id]
+    ).fetchone()
+    if row is None:
+        known = [
+            name
+            for (name,) in con.execute(
+                "select dataset_id from raw.datasets order by 1"
+            ).fetchall()
+        ]
+        raise WarehouseError(
+            f"unknown dataset {dataset_id!r}; known: {', '.join(known) or 'none'}"
+        )
+    return row[0]
+
+
+def _references(row: dict[str, Any]) -> list[str]:
+    value = _json(row["reference_answers_json"], "reference_answers_json", row)
+    refs = [value] if isinstance(value, str) else list(value or [])
+    if not refs:
+        raise WarehouseError(
+            f"raw.items item {row['item_id']!r}: column 'reference_answers_json': "
+            "no reference answer to score against"
+        )
+    return [str(ref) for ref in refs]
+
+
+def _json(text: str | None, column: str, row: dict[str, Any]) -> Any:
+    if text is None:
+        return {} if column == "metadata_json" else None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise WarehouseError(
+            f"raw.items item {row['item_id']!r}: column {column!r}: not JSON ({error})"
+        ) from None

@@ -1,0 +1,43 @@
+"""NQ-Open EM with the ORQA normalisation (``google-research/language``
+``language/orqa/utils/eval_utils.py``), the rule the NQ-Open task defines.
+
+normalize_answer: Unicode NFD first, then HotpotQA's steps (lowercase, drop
+ASCII punctuation, articles -> space, collapse whitespace). EM = maximum over
+the gold answers. NQ-Open has no official F1; ``token_f1`` here is SQuAD v1.1's
+token F1 on the ORQA-normalised strings (a ragledger extension, named as such).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from generation.scorers import hotpotqa
+from generation.scorers.base import Scorer, max_over_references
+from generation.scorers.hotpotqa import overlap_f1
+
+
+def normalize_answer(text: object) -> str:
+    value = unicodedata.normalize("NFD", "" if text is None else str(text))
+    return hotpotqa.normalize_answer(value)
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    return overlap_f1(
+        normalize_answer(prediction).split(), normalize_answer(gold).split()
+    )
+
+
+SCORER = Scorer(
+    name="nq-open-orqa",
+    version=1,
+    rules={
+        "exact_match": max_over_references(exact_match),
+        "token_f1": max_over_references(token_f1),
+    },
+    source="google-research/language orqa/utils/eval_utils.py (exact_match_score)",
+    notes="token_f1: SQuAD v1.1 F1 on ORQA-normalised text (no official NQ-Open F1)",
+)

@@ -1,0 +1,32 @@
+"""SQuAD v1.1 EM and F1 (the official ``evaluate-v1.1.py``).
+
+Normalisation as HotpotQA's; F1 has no yes/no rule and no empty-answer rule
+(nothing in common scores 0, so two empty answers score 0). Maximum over the
+gold answers. SQuAD v2's script is MuSiQue's (``musique-official``).
+"""
+
+from __future__ import annotations
+
+from generation.scorers.base import Scorer, max_over_references
+from generation.scorers.hotpotqa import normalize_answer, overlap_f1
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    return overlap_f1(
+        normalize_answer(prediction).split(), normalize_answer(gold).split()
+    )
+
+
+SCORER = Scorer(
+    name="squad-v1.1",
+    version=1,
+    rules={
+        "exact_match": max_over_references(exact_match),
+        "token_f1": max_over_references(token_f1),
+    },
+    source="rajpurkar SQuAD evaluate-v1.1.py (exact_match_score, f1_score)",
+)

@@ -1,0 +1,140 @@
+"""``ragledger runs``: what ran against the warehouse, and how each run ended."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+import warehouse
+from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.console import console, errors, print_table
+
+#: Tables whose rows carry the run that wrote them, with the label each count gets.
+RUN_TABLES = (
+    ("raw.artifact_compilations", "compilations"),
+    ("raw.artifact_evidence", "evidence"),
+    ("raw.generations", "generations"),
+    ("raw.generation_attempts", "attempts"),
+    ("raw.judge_verdicts", "verdicts"),
+)
+#: Statuses a run row can hold; ``interrupted`` marks a run that never finished
+#: (its process was killed) once a later run notices it.
+STATUSES = ("running", "finished", "failed", "interrupted")
+
+
+def list_runs(
+    con: Any, *, limit: int | None = None, kind: str | None = None
+) -> list[dict[str, Any]]:
+    """Runs newest first: id, kind, command, status, times and row counts per table."""
+    present = {
+        f"{schema}.{name}"
+        for schema, name in con.execute(
+            "select schema_name, table_name from duckdb_tables()"
+        ).fetchall()
+    }
+    tables = [(table, label) for table, label in RUN_TABLES if table in present]
+    rows = con.execute(
+        "select run_id, kind, command, status, started_at, finished_at, config_json "
+        "from raw.runs where ? is null or kind = ? "
+        "order by started_at desc, run_id desc " + ("limit ?" if limit else ""),
+        [kind, kind, *([limit] if limit else [])],
+    ).fetchall()
+    ids = [row[0] for row in rows]
+    counts: dict[str, dict[str, int]] = {run_id: {} for run_id in ids}
+    for table, label in tables:
+        found = con.execute(
+            f"select run_id, count(*) from {table} "
+            "where run_id in (select unnest(?::varchar[])) group by run_id",
+            [ids],
+        ).fetchall()
+        for run_id, count in found:
+            counts[run_id][label] = count
+    runs = []
+    for run_id, kind_, command, status, started, finished, config_json in rows:
+        config = _config(config_json)
+        run_counts = dict(counts[run_id])
+        if "calls" in config:  # replay: the calls it planned
+            run_counts = {"planned": config["calls"], **run_counts}
+        runs.append(
+            {
+                "run_id": run_id,
+                "kind": kind_,
+                "command": command,
+                "status": status,
+                "started_at": _time(started),
+                "finished_at": _time(finished),
+                "counts": run_counts,
+            }
+        )
+    return runs
+
+
+def _config(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _time(value: Any) -> str | None:
+    return None if value is None else value.isoformat(sep=" ", timespec="seconds")
+
+
+@click.command("runs")
+@click.option("--kind", help="Only runs of this kind (compile, replay, ...).")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Newest N runs (0: all).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@click.pass_context
+@error_handler
+def runs_command(
+    ctx: click.Context, kind: str | None, limit: int, as_json: bool
+) -> None:
+    """List the runs recorded in raw.runs, newest first.
+
+    Each run shows its id, command, status (running, finished, failed, or
+    interrupted: killed before it finished, marked when the next run starts),
+    start and finish times, and the rows it wrote per table.
+    """
+    con = warehouse.connect(database_path(ctx), read_only=True)
+    try:
+        runs = list_runs(con, limit=limit or None, kind=kind)
+        total = con.execute(
+            "select count(*) from raw.runs where ? is null or kind = ?", [kind, kind]
+        ).fetchone()[0]
+    finally:
+        con.close()
+    if as_json:
+        click.echo(json.dumps(runs, indent=2))
+        return
+    if not runs:
+        console.print("no runs" + (f" of kind {kind}" if kind else ""))
+        return
+    print_table(
+        ["run", "command", "status", "started", "finished", "counts"],
+        [
+            (
+                run["run_id"],
+                run["command"] or run["kind"],
+                run["status"],
+                run["started_at"],
+                run["finished_at"],
+                ", ".join(f"{key} {value}" for key, value in run["counts"].items()),
+            )
+            for run in runs
+        ],
+        title="runs",
+    )
+    if total > len(runs):
+        errors.print(f"{total - len(runs)} older run(s) not shown; --limit 0 shows all")
+
+
+COMMANDS: list[click.Command] = [runs_command]

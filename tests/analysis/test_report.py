@@ -1,0 +1,125 @@
+"""REPORT.md / report.html: number format (never "-0.0") and figures that keep their shape."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from analysis.audit import AuditSettings, audit_panel, summary
+from analysis.formatting import fixed, num, pct, pp, signed
+from analysis.panel import PanelArrays
+from analysis.report import CSS, html_report, markdown_report, png_size
+from tests.analysis.simulate import binary_panel
+
+SMALL = AuditSettings(draws=60, splits=60, null_draws=3, null_splits=10)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (-0.0004, "0.0pp"),
+        (-0.0, "0.0pp"),
+        (0.0004, "0.0pp"),
+        (-0.0005001, "-0.1pp"),
+        (0.123, "12.3pp"),
+        (-0.123, "-12.3pp"),
+        (float("nan"), "not admissible"),
+        (None, "not admissible"),
+    ],
+)
+def test_pp_never_prints_negative_zero(value, text):
+    assert pp(value) == text
+
+
+def test_the_other_formats_never_print_negative_zero():
+    assert pct(-1e-9) == "0.0%"
+    assert num(-0.0001) == "0.000"
+    assert num(-0.4, 0) == "0"
+    assert fixed(-0.04) == "0.0" and fixed(-0.06) == "-0.1"
+    assert signed(-0.04) == "0.0" and signed(0.04) == "0.0" and signed(1.25) == "+1.2"
+    assert pp(True) == "not admissible"  # a flag is not a number
+
+
+def tiny_loss_panel() -> PanelArrays:
+    """Reader r1 loses one of 5,000 rows under compression: a gain of -0.02pp."""
+    n = 5000
+    raw = np.zeros((3, n))
+    raw[0, : n // 2] = 1
+    raw[1, : n // 5] = 1
+    raw[2, : n // 3] = 1
+    comp = raw.copy()
+    comp[1, 0] = 0
+    return PanelArrays(
+        "p", "tiny", "em", raw, comp, ("r0", "r1", "r2"),
+        tuple(f"i{k:04d}" for k in range(n)), ("a", "b", "c"),
+    )  # fmt: skip
+
+
+def test_report_of_a_tiny_negative_gain_prints_zero():
+    audit = audit_panel(tiny_loss_panel(), SMALL)
+    assert -0.0005 < audit.readers[1]["gain"] < 0
+    text = markdown_report(summary([audit]), [audit])
+    assert "-0.0pp" not in text and "-0.0%" not in text
+    assert "| r1 | b | 20.0% | 20.0% | 0.0pp |" in text
+
+
+@pytest.fixture(scope="module")
+def html():
+    raw, comp, readers, families = binary_panel(m=20, n=120, seed=1, families=4)
+    panel = PanelArrays(
+        "p1", "toy", "em", raw, comp, tuple(readers),
+        tuple(f"i{k:03d}" for k in range(120)), tuple(families),
+    )  # fmt: skip
+    audit = audit_panel(panel, SMALL)
+    return html_report(summary([audit]), [audit])
+
+
+def test_figures_carry_their_pixel_size_and_css_keeps_the_ratio(html):
+    import base64
+
+    tags = re.findall(
+        r'<img [^>]*width="(\d+)" height="(\d+)" src="data:image/png;base64,([^"]+)"',
+        html,
+    )
+    assert len(tags) == 4
+    for width, height, data in tags:
+        assert png_size(base64.b64decode(data)) == (int(width), int(height))
+    rules = CSS.replace(" ", "")
+    assert "align-items:flex-start" in rules  # flex items are not stretched
+    assert re.search(r"\.figsimg\{[^}]*height:auto", rules)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no headless chromium here")
+def test_chromium_renders_every_figure_at_its_own_aspect_ratio(html, tmp_path):
+    probe = (
+        "<script>addEventListener('load',()=>{const p=document.createElement('pre');"
+        "p.id='sizes';p.textContent=[...document.querySelectorAll('.figs img')].map(i=>"
+        "{const r=i.getBoundingClientRect();return [i.naturalWidth,i.naturalHeight,"
+        "i.clientWidth,i.clientHeight].join(' ')}).join(';');document.body.appendChild(p)})"
+        "</script>"
+    )
+    page = tmp_path / "report.html"
+    page.write_text(html.replace("</body>", probe + "</body>"), encoding="utf-8")
+    for width in (1280, 700):  # two figures a row, then one a row
+        done = subprocess.run(
+            [
+                CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                f"--window-size={width},2000", "--virtual-time-budget=3000",
+                "--dump-dom", page.as_uri(),
+            ],
+            capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        found = re.search(r'<pre id="sizes">([^<]*)</pre>', done.stdout)
+        assert found, done.stdout[-500:]
+        for entry in found.group(1).split(";"):
+            nw, nh, w, h = (int(x) for x in entry.split())
+            assert w <= 520
+            assert abs(w / h - nw / nh) < 0.01 * nw / nh, (width, entry)

@@ -1,0 +1,190 @@
+"""analysis.store: plain INSERTs, keys checked in Python, snapshot_id, byte-identical reruns.
+
+Real DuckDB files with the analysis schema of ``warehouse/migrations``; one
+variant drops every PRIMARY KEY (as a DuckLake table has none) to show the
+writer never relies on one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import analysis.store as store
+from analysis.audit import AuditSettings, audit_panel, pair_audit
+from analysis.panel import PanelArrays
+from tests.analysis.simulate import binary_panel
+from warehouse.errors import WarehouseError
+
+SMALL = AuditSettings(draws=60, splits=50, null_draws=3, null_splits=10, pair_draws=50)
+MIGRATION = (
+    Path(__file__).resolve().parents[2] / "warehouse/migrations/0005_analysis.sql"
+)
+TABLES = ("audits", "statistics", "reader_results")
+
+
+def analysis_schema(path: Path, *, keys: bool = True) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(str(path))
+    con.execute(MIGRATION.read_text())
+    if not keys:  # CREATE TABLE AS copies columns, never constraints
+        for table in TABLES:
+            con.execute(
+                f"create table analysis.{table}_bare as select * from analysis.{table}"
+            )
+            con.execute(f"drop table analysis.{table}")
+            con.execute(f"alter table analysis.{table}_bare rename to {table}")
+    return con
+
+
+@pytest.fixture(scope="module")
+def audits():
+    raw, comp, readers, families = binary_panel(m=6, n=60, seed=3, families=3)
+    panel = PanelArrays(
+        "p1", "toy | em", "em", raw, comp, tuple(readers),
+        tuple(f"i{k:02d}" for k in range(60)), tuple(families),
+    )  # fmt: skip
+    audit = audit_panel(panel, SMALL)
+    pair = pair_audit(panel, readers[0], readers[1], settings=SMALL)
+    audit = dataclasses.replace(audit, declared_pairs=[pair])
+    return [audit], [(audit, pair)]
+
+
+def dump(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple]]:
+    """Every row of the three tables, floats as repr (exact bits), created_at left out."""
+    out = {}
+    for table in TABLES:
+        columns = [
+            c[0]
+            for c in con.execute(f"describe analysis.{table}").fetchall()
+            if c[0] != "created_at"
+        ]
+        rows = con.execute(
+            f"select {', '.join(columns)} from analysis.{table} order by all"
+        ).fetchall()
+        out[table] = [tuple(repr(v) for v in row) for row in rows]
+    return out
+
+
+class Recording:
+    """A real connection that records each statement it runs."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con, self.statements = con, []
+
+    def execute(self, sql, *args):  # noqa: ANN001, ANN202
+        self.statements.append(" ".join(sql.lower().split()))
+        return self.con.execute(sql, *args)
+
+    def executemany(self, sql, *args):  # noqa: ANN001, ANN202
+        self.statements.append(" ".join(sql.lower().split()))
+        return self.con.executemany(sql, *args)
+
+
+def test_sql_is_plain_insert_and_delete_only(tmp_path, audits):
+    panel_audits, pairs = audits
+    con = Recording(analysis_schema(tmp_path / "w.duckdb"))
+    store.write_tables(con, panel_audits, pairs=pairs)
+    verbs = {statement.split()[0] for statement in con.statements}
+    assert verbs == {"select", "begin", "delete", "insert", "commit"}
+    inserts = [s for s in con.statements if s.startswith("insert")]
+    assert len(inserts) == 3
+    for statement in inserts:
+        assert re.fullmatch(
+            r"insert into analysis\.\w+ \([a-z_, ]+\) values \([?, ]+(now\(\))?\)",
+            statement,
+        ), statement
+        assert "conflict" not in statement and "replace" not in statement
+
+
+@pytest.mark.parametrize("keys", [True, False], ids=["with-keys", "no-keys"])
+def test_rerun_replaces_rows_without_relying_on_keys(tmp_path, audits, keys):
+    panel_audits, pairs = audits
+    con = analysis_schema(tmp_path / "w.duckdb", keys=keys)
+    first = store.write_tables(con, panel_audits, pairs=pairs)
+    before = dump(con)
+    again = store.write_tables(con, panel_audits, pairs=pairs)
+    assert first == again == len(before["statistics"])
+    assert dump(con) == before  # replaced, not appended
+    counts = dict(
+        con.execute("select mode, count(*) from analysis.audits group by 1").fetchall()
+    )
+    assert counts == {"panel": 1, "declared-pair": 1}
+    duplicates = con.execute(
+        "select count(*) from (select audit_id, statistic from analysis.statistics "
+        "group by all having count(*) > 1)"
+    ).fetchone()[0]
+    assert duplicates == 0
+
+
+def test_two_audits_of_the_same_inputs_write_identical_tables(tmp_path, audits):
+    raw, comp, readers, families = binary_panel(m=6, n=60, seed=3, families=3)
+    tables = []
+    for name in ("a", "b"):
+        panel = PanelArrays(
+            "p1", "toy | em", "em", raw.copy(), comp.copy(), tuple(readers),
+            tuple(f"i{k:02d}" for k in range(60)), tuple(families),
+        )  # fmt: skip
+        audit = audit_panel(panel, SMALL)
+        pair = pair_audit(panel, readers[0], readers[1], settings=SMALL)
+        audit = dataclasses.replace(audit, declared_pairs=[pair])
+        con = analysis_schema(tmp_path / f"{name}.duckdb")
+        store.write_tables(con, [audit], pairs=[(audit, pair)])
+        tables.append(dump(con))
+        con.close()
+    assert tables[0] == tables[1]
+    assert all(tables[0][t] for t in TABLES)
+
+
+def test_panel_rows_leave_declared_pairs_to_their_own_audit(tmp_path, audits):
+    panel_audits, pairs = audits
+    con = analysis_schema(tmp_path / "w.duckdb")
+    store.write_tables(con, panel_audits, pairs=pairs)
+    by_mode = dict(
+        con.execute(
+            "select a.mode, count(*) filter (where s.statistic like 'pair_%') "
+            "from analysis.statistics s join analysis.audits a using (audit_id) group by 1"
+        ).fetchall()
+    )
+    assert by_mode["panel"] == 0 and by_mode["declared-pair"] > 0
+
+
+def test_snapshot_id_is_written_when_the_column_exists(tmp_path, audits):
+    panel_audits, pairs = audits
+    con = analysis_schema(tmp_path / "w.duckdb")
+    with pytest.raises(WarehouseError, match="snapshot_id"):
+        store.write_tables(con, panel_audits, pairs=pairs, snapshot_id=7)
+    assert con.execute("select count(*) from analysis.audits").fetchone()[0] == 0
+    con.execute("alter table analysis.audits add column snapshot_id bigint")
+    store.write_tables(con, panel_audits, pairs=pairs)
+    assert con.execute(
+        "select distinct snapshot_id from analysis.audits"
+    ).fetchall() == [(None,)]
+    store.write_tables(con, panel_audits, pairs=pairs, snapshot_id=7)
+    assert con.execute(
+        "select snapshot_id, count(*) from analysis.audits group by 1"
+    ).fetchall() == [(7, 2)]
+
+
+def test_a_key_written_twice_is_refused_before_any_sql(tmp_path, audits):
+    panel_audits, pairs = audits
+    con = analysis_schema(tmp_path / "w.duckdb", keys=False)
+    with pytest.raises(WarehouseError, match="analysis.audits: key"):
+        store.write_tables(con, panel_audits * 2)
+    assert con.execute("select count(*) from analysis.statistics").fetchone()[0] == 0
+
+
+def test_repeated_statistic_names_get_a_suffix():
+    row = store.StatRow("x", 1.0)
+    rows = store.table_rows(
+        "a", "p", "em", [row, row, row], seed=1, draws=2, fingerprint="f"
+    )
+    assert [r[3] for r in rows] == ["x", "x#2", "x#3"]
+    undefined = store.table_rows(
+        "a", "p", "em", [store.StatRow("y", float("nan"), float("inf"))],
+        seed=1, draws=2, fingerprint="f",
+    )[0]  # fmt: skip
+    assert undefined[4] is None and undefined[5] is None and undefined[7] == "undefined"

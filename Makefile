@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DEMO_DB ?= data/demo.duckdb
 EXAMPLE := data/examples/ragscale-openrouter-hotpotqa
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench mutation clean
 
 setup: $(VENV)/.installed
 
@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	rm -f $(DEMO_DB)
+	rm -rf $(DEMO_DB) $(DEMO_DB:.duckdb=.lake)
 	$(BIN)/ragledger --db $(DEMO_DB) init
 	$(BIN)/ragledger --db $(DEMO_DB) ingest ragscale $(EXAMPLE)
 	$(BIN)/ragledger --db $(DEMO_DB) build
@@ -38,5 +38,9 @@ lint: setup
 bench: setup
 	$(BIN)/python -m benchmarks
 
+# Mutation check of analysis/ (not part of `make test`; tens of minutes on 2 cores)
+mutation: setup
+	$(BIN)/mutmut run --max-children 2; $(BIN)/mutmut results
+
 clean:
-	rm -rf $(VENV) data/*.duckdb dbt_project/target dbt_project/logs
+	rm -rf $(VENV) data/*.duckdb data/*.lake dbt_project/target dbt_project/logs

@@ -70,6 +70,7 @@ class _Item:
     pool_id: str | None
     source_file_sha256: str | None
     passages: tuple[str, ...]
+    is_abstention: bool = False
 
 
 def register_policy(con: duckdb.DuckDBPyConnection, policy: Policy) -> None:
@@ -108,7 +109,8 @@ def register_policy(con: duckdb.DuckDBPyConnection, policy: Policy) -> None:
 def load_items(con: duckdb.DuckDBPyConnection, dataset_id: str) -> list[_Item]:
     """The dataset's items with their passages, ordered by item id."""
     rows = con.execute(
-        "select item_id, question, pool_id, source_file_sha256 from raw.items "
+        "select item_id, question, pool_id, source_file_sha256, "
+        "coalesce(is_abstention, false) from raw.items "
         "where dataset_id = ? order by item_id",
         [dataset_id],
     ).fetchall()
@@ -123,8 +125,15 @@ def load_items(con: duckdb.DuckDBPyConnection, dataset_id: str) -> list[_Item]:
     ).fetchall():
         passages.setdefault(pool_id, []).append(text)
     return [
-        _Item(item_id, question, pool_id, source, tuple(passages.get(pool_id, ())))
-        for item_id, question, pool_id, source in rows
+        _Item(
+            item_id,
+            question,
+            pool_id,
+            source,
+            tuple(passages.get(pool_id, ())),
+            bool(abstention),
+        )
+        for item_id, question, pool_id, source, abstention in rows
     ]
 
 
@@ -133,12 +142,12 @@ def load_gold(
 ) -> dict[str, list[GoldSpan]]:
     """Gold spans per item from ``raw.evidence_spans``."""
     gold: dict[str, list[GoldSpan]] = {}
-    for item_id, passage, start, end, text in con.execute(
-        "select item_id, passage_position, char_start, char_end, span_text "
+    for item_id, passage, start, end, text, kind in con.execute(
+        "select item_id, passage_position, char_start, char_end, span_text, kind "
         "from raw.evidence_spans where dataset_id = ? order by item_id, span_index",
         [dataset_id],
     ).fetchall():
-        gold.setdefault(item_id, []).append(GoldSpan(passage, start, end, text))
+        gold.setdefault(item_id, []).append(GoldSpan(passage, start, end, text, kind))
     return gold
 
 
@@ -335,6 +344,7 @@ def _store(
         gold,
         selected_tokens=evidence.selected_tokens,
         source_tokens=evidence.source_tokens,
+        is_abstention=item.is_abstention,
     )
     write_rows(
         con,

@@ -187,7 +187,7 @@ def null_replay(
             (d_raw_s, d_raw_t), (d_null_s, d_null_t) = (
                 _pair_differences(
                     np.take_along_axis(x, rows, axis=2).reshape(k * m, n),
-                    mask, to_pairs, binary,
+                    mask, to_pairs, means=k_gap is None,
                 )
                 for x in pieces
             )  # fmt: skip
@@ -251,21 +251,24 @@ def integer_gap(h: int, gap: float) -> int | None:
 
 
 def _pair_differences(
-    flat: np.ndarray, mask: np.ndarray, to_pairs: np.ndarray, binary: bool
+    flat: np.ndarray, mask: np.ndarray, to_pairs: np.ndarray, *, means: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """S and T pair differences ``(S, k, P)`` of ``flat`` ``(k m, n)`` rows.
 
-    0/1 scores: differences of half sums (exact integers in float32; S and T
-    halves differ in size, so only signs and the integer gap are read). Other
-    scores: differences of half means in float64.
+    ``means=False`` (0/1 scores with an integer gap): differences of half sums,
+    exact integers in float32 (only signs and the integer gap are read).
+    Otherwise differences of float64 half means (``sum / size``; for 0/1 scores
+    the sums are exact, so these are the loop's means bit for bit).
     """
     splits, n = mask.shape
-    km, m = flat.shape[0], to_pairs.shape[0]
+    m = to_pairs.shape[0]
     sum_s = mask @ flat.T.astype(mask.dtype)  # (S, k m)
     sum_t = flat.sum(axis=1, dtype=mask.dtype)[None, :] - sum_s
-    if not binary:
-        sum_s, sum_t = sum_s / (n // 2), sum_t / (n - n // 2)
-    shape = (splits, km // m, -1)
+    if means:
+        sum_s = sum_s.astype(np.float64) / (n // 2)
+        sum_t = sum_t.astype(np.float64) / (n - n // 2)
+        to_pairs = to_pairs.astype(np.float64)
+    shape = (splits, flat.shape[0] // m, -1)
     return (
         (sum_s.reshape(-1, m) @ to_pairs).reshape(shape),
         (sum_t.reshape(-1, m) @ to_pairs).reshape(shape),

@@ -295,5 +295,5 @@ def _empty(
     )
     return NullComparison(
         kind, draws, splits, obs_e, nan, Interval.undefined(), nan, obs_b, nan, Interval.undefined(), nan,
-        seed if isinstance(seed, int) else None, draws, dict.fromkeys(names, why),
+        seed if isinstance(seed, int) else None, 0, dict.fromkeys(names, why),
     )  # fmt: skip

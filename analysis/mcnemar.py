@@ -56,3 +56,17 @@ def significant(b: np.ndarray, c: np.ndarray, crit: np.ndarray) -> np.ndarray:
     """
     total = (b + c).astype(np.int64)
     return np.minimum(b, c).astype(np.int64) <= crit[total]
+
+
+@lru_cache(maxsize=8)
+def significance_thresholds(max_trials: int, alpha: float = 0.05) -> np.ndarray:
+    """``t[N]``: exact McNemar p < alpha  <=>  ``|c - b| >= t[N]`` for ``N = b + c``.
+
+    ``min(b, c) = (N - |c - b|) / 2``, so ``min(b, c) <= crit[N]`` is
+    ``|c - b| >= N - 2 crit[N]``; ``inf`` where no split of N is significant.
+    """
+    crit = critical_counts(max_trials, alpha)
+    trials = np.arange(max_trials + 1, dtype=np.float64)
+    out = np.where(crit >= 0, trials - 2 * crit, np.inf)
+    out.setflags(write=False)
+    return out

@@ -4,7 +4,9 @@ Notes
 -----
 On each split's scoring half T, for pair ``(i, j)``: ``b`` = rows with i right
 and j wrong, ``c`` = rows with i wrong and j right (from T sums and T
-co-products: ``b = sum_i - co_ij``). A pair is raw-significant when the exact
+co-products: ``b + c = sum_i + sum_j - 2 co_ij``, ``c - b = sum_j - sum_i``;
+:func:`analysis.mcnemar.significance_thresholds` turns "exact p < .05" into
+``|c - b| >= threshold[b + c]``). A pair is raw-significant when the exact
 two-sided McNemar p < .05 on the raw scores (:mod:`analysis.mcnemar`); its
 direction is ``sign(c - b)``. Per split: of the raw-significant pairs, the share
 significant under compressed in the same direction and the share significant
@@ -21,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from analysis.mcnemar import critical_counts, significant
+from analysis.mcnemar import significance_thresholds
 from analysis.results import (
     Interval,
     ResultMixin,
@@ -46,21 +48,18 @@ class McNemarSplits(NamedTuple):
 
 def mcnemar_splits(batch: SplitBatch) -> McNemarSplits:
     """Section 5 on every split of ``batch`` (needs ``products=True``)."""
-    p = batch.panel
-    lo, hi = p.pairs
-    crit = critical_counts(max(p.n, 1))
-    r, c = batch.raw, batch.comp
-    rb = r.sum_t[:, lo] - batch.co_raw_t  # i right, j wrong
-    rc = r.sum_t[:, hi] - batch.co_raw_t
-    cb = c.sum_t[:, lo] - batch.co_comp_t
-    cc = c.sum_t[:, hi] - batch.co_comp_t
-    sig_raw = significant(rb, rc, crit)
-    sig_both = sig_raw & significant(cb, cc, crit)
-    raw_dir = np.sign(rc - rb)
-    comp_dir = np.sign(cc - cb)
+    thresholds = significance_thresholds(max(batch.panel.n, 1))
+    diff_raw, _, diff_comp, _ = batch.pair_sums_t  # c - b per pair
+    discordant_raw, discordant_comp = batch.discordant_t  # b + c per pair
+    sig_raw = np.abs(diff_raw) >= thresholds[discordant_raw.astype(np.int64)]
+    sig_both = sig_raw & (
+        np.abs(diff_comp) >= thresholds[discordant_comp.astype(np.int64)]
+    )
     k = np.count_nonzero(sig_raw, axis=1)
-    same = np.count_nonzero(sig_both & (comp_dir == raw_dir), axis=1)
-    opposite = np.count_nonzero(sig_both & (comp_dir == -raw_dir), axis=1)
+    # significant differences are nonzero: the directions agree or oppose
+    agree = diff_raw * diff_comp > 0
+    same = np.count_nonzero(sig_both & agree, axis=1)
+    opposite = np.count_nonzero(sig_both, axis=1) - same
     return McNemarSplits(k, rates(same, k), rates(opposite, k))
 
 

@@ -8,10 +8,23 @@ each raw-correct cell becomes wrong with the pooled damage rate,
 independently. Row-exchangeable: within each row, compressed outcomes are
 permuted among the readers that share the same raw score.
 
-Draw order from ``default_rng(seed)``: the ``splits`` permutations first (the
-same splits replay every null draw), then the null draws. Each null draw's
-statistic is its median over those splits; the observed value is compared with
-the distribution of those medians.
+Each null draw is replayed over its own ``splits`` splits. Draw order from
+``default_rng(seed)``: ``splits`` base permutations ``P_s`` first, then one row
+relabelling ``sigma_d = rng.permutation(n)`` per draw, then the null matrices
+(:func:`null_arrays`, drawn in batches; the stream does not depend on the
+batch size). Split ``s`` of draw
+``d`` is the permutation ``sigma_d[P_s]`` (selection half: its first
+``floor(n/2)`` rows), so each draw's split set is a fresh set of independent
+uniform splits; drawing ``splits`` new permutations per draw would cost
+``draws x splits`` permutations for the same distribution per draw (the
+benchmark ``bench_replay_audit`` measures the spread of the null median over
+seeds for shared, relabelled and fully fresh split sets). A draw's statistic
+is its median over its splits with an eligible pair; the observed value is
+compared with the distribution of those medians.
+
+Eligibility and orientation follow the split pass (:mod:`analysis.flips`):
+``|mean_j - mean_i| >= gap`` on the selection half of RAW, means from half
+sums (exact for 0/1 scores; for continuous scores sums in BLAS order).
 """
 
 from __future__ import annotations
@@ -23,13 +36,21 @@ from typing import Literal
 import numpy as np
 
 from analysis.bootstrap import SeedLike, generator, single_blas
-from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
+from analysis.results import (
+    Interval,
+    ResultMixin,
+    StatRow,
+    median_or_nan,
+    percentile_interval,
+)
 from analysis.splits import (
-    halves,
-    oriented_reversal,
-    pair_indices,
+    difference_matrix,
+    is_binary,
     permutations,
+    rates,
+    row_median,
     selection_mask,
+    separated,
 )
 
 NullKind = Literal["independent-uniform", "row-exchangeable"]
@@ -77,10 +98,16 @@ class NullComparison(ResultMixin):
     null_both_half_interval: Interval
     both_half_exceeds_share: float
     seed: int | None
+    draws_without_eligible_pairs: int = 0
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
-        counts = {"draws": self.draws, "splits": self.splits, "kind": self.kind}
+        counts = {
+            "draws": self.draws,
+            "splits": self.splits,
+            "kind": self.kind,
+            "draws_without_eligible_pairs": self.draws_without_eligible_pairs,
+        }
         why = self.reasons.get("null_excess_median")
         return [
             StatRow(
@@ -125,9 +152,9 @@ def null_replay(
     level: float = 0.95,
     batch: int = 25,
 ) -> NullComparison:
-    """Replay ``draws`` null panels over the same ``splits`` splits."""
+    """Replay ``draws`` null panels, each over its own ``splits`` splits."""
     m, n = raw.shape
-    binary = bool(np.isin(raw, (0.0, 1.0)).all() and np.isin(comp, (0.0, 1.0)).all())
+    binary = is_binary(raw, comp)
     nan = float("nan")
     if kind == "independent-uniform" and not binary:
         why = "the independent-uniform null needs 0/1 scores"
@@ -141,51 +168,47 @@ def null_replay(
         )
     rng = generator(seed)
     perms = permutations(rng, n, splits)
-    pairs = pair_indices(m)
-    work = np.float32 if binary else np.float64
+    work = np.float32 if binary else np.float64  # 0/1 sums are exact in float32
+    relabels = permutations(rng, n, draws)  # sigma_d, one per draw
     mask = selection_mask(perms, work)
-    r = halves(raw, perms, binary, mask)
-    d_raw_s = r.mean_s[:, pairs[1]] - r.mean_s[:, pairs[0]]  # (S, P)
-    d_raw_t = r.mean_t[:, pairs[1]] - r.mean_t[:, pairs[0]]
-    eligible = np.abs(d_raw_s) >= gap
-    n_eligible = eligible.sum(axis=1)
-    raw_rate = np.where(
-        n_eligible > 0,
-        (eligible & oriented_reversal(d_raw_s, d_raw_t)).sum(axis=1)
-        / np.maximum(n_eligible, 1),
-        np.nan,
-    )
+    to_pairs = difference_matrix(m).astype(work)
+    k_gap = integer_gap(n // 2, gap) if binary else None
     excess = np.full(draws, nan)
     both = np.full(draws, nan)
-    # Orientation o in {+1, -1, 0 (not eligible)}; a pair reverses when o * d < 0.
-    # For 0/1 scores the half sums are exact integers in float32, and the sign of
-    # a difference of sums equals the sign of the difference of means.
-    orient = (np.sign(d_raw_s) * eligible).astype(work)[:, None, :]  # (S, 1, P)
-    pair_matrix = np.zeros((m, pairs[0].size), dtype=work)
-    pair_matrix[pairs[1], np.arange(pairs[0].size)] = 1
-    pair_matrix[pairs[0], np.arange(pairs[0].size)] = -1
-    used = n_eligible > 0
     with single_blas():
         for start in range(0, draws, batch):
-            arrays = null_arrays(rng, raw, comp, kind, min(batch, draws - start))
-            k = arrays.shape[0]
-            flat = arrays.reshape(k * m, n).astype(work)
-            sum_s = mask @ flat.T  # (S, k m)
-            sum_t = flat.sum(axis=1)[None, :] - sum_s
-            d_s = (sum_s.reshape(splits * k, m) @ pair_matrix).reshape(splits, k, -1)
-            d_t = (sum_t.reshape(splits * k, m) @ pair_matrix).reshape(splits, k, -1)
-            comp_rev = (orient * d_t) < 0
-            both_rev = comp_rev & ((orient * d_s) < 0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                comp_rate = comp_rev.sum(axis=2) / n_eligible[:, None]
-                both_rate = both_rev.sum(axis=2) / n_eligible[:, None]
-            if used.any():
-                excess[start : start + k] = np.median(
-                    comp_rate[used] - raw_rate[used, None], axis=0
+            k = min(batch, draws - start)
+            arrays = null_arrays(rng, raw, comp, kind, k)  # (k, m, n)
+            relabel = relabels[start : start + k]  # (k, n)
+            # draw d's raw and null matrices with rows relabelled by sigma_d
+            rows = np.broadcast_to(relabel[:, None, :], (k, m, n))
+            pieces = [np.broadcast_to(raw, (k, m, n)), arrays]
+            # per condition: draw d's rows relabelled by sigma_d, (S, k, P) differences
+            (d_raw_s, d_raw_t), (d_null_s, d_null_t) = (
+                _pair_differences(
+                    np.take_along_axis(x, rows, axis=2).reshape(k * m, n),
+                    mask, to_pairs, means=k_gap is None,
                 )
-                both[start : start + k] = np.median(both_rate[used], axis=0)
+                for x in pieces
+            )  # fmt: skip
+            if k_gap is not None:  # 0/1: |a/h - b/h| >= gap  <=>  |a - b| >= k_gap
+                eligible = np.abs(d_raw_s) >= k_gap
+            else:
+                eligible = separated(d_raw_s, gap)
+            orient = np.sign(d_raw_s) * eligible
+            n_eligible = np.count_nonzero(eligible, axis=2)
+            raw_rev = np.count_nonzero(orient * d_raw_t < 0, axis=2)
+            comp_rev = orient * d_null_t < 0
+            both_rev = np.count_nonzero(comp_rev & (orient * d_null_s < 0), axis=2)
+            comp_rev = np.count_nonzero(comp_rev, axis=2)
+            used = (n_eligible > 0).T  # (k, S)
+            excess[start : start + k] = row_median(
+                (rates(comp_rev, n_eligible) - rates(raw_rev, n_eligible)).T, used
+            )
+            both[start : start + k] = row_median(rates(both_rev, n_eligible).T, used)
     reasons = {}
-    if not np.isfinite(excess).any():
+    kept = np.isfinite(excess)  # a draw with no eligible pair on any split is omitted
+    if not kept.any():
         reasons["null_excess_median"] = reasons["null_both_half_median"] = (
             "no split has an eligible pair"
         )
@@ -194,23 +217,61 @@ def null_replay(
         draws=draws,
         splits=splits,
         observed_excess=observed_excess,
-        null_excess_median=float(np.median(excess))
-        if np.isfinite(excess).all() and draws
-        else nan,
+        null_excess_median=median_or_nan(excess),
         null_excess_interval=percentile_interval(excess, level),
-        excess_exceeds_share=float(np.mean(observed_excess > excess))
-        if draws and np.isfinite(observed_excess)
+        excess_exceeds_share=float(np.mean(observed_excess > excess[kept]))
+        if kept.any() and np.isfinite(observed_excess)
         else nan,
         observed_both_half=observed_both_half,
-        null_both_half_median=float(np.median(both))
-        if np.isfinite(both).all() and draws
-        else nan,
+        null_both_half_median=median_or_nan(both),
         null_both_half_interval=percentile_interval(both, level),
-        both_half_exceeds_share=float(np.mean(observed_both_half > both))
-        if draws and np.isfinite(observed_both_half)
+        both_half_exceeds_share=float(np.mean(observed_both_half > both[kept]))
+        if kept.any() and np.isfinite(observed_both_half)
         else nan,
         seed=seed if isinstance(seed, int) else None,
+        draws_without_eligible_pairs=int((~kept).sum()),
         reasons=reasons,
+    )
+
+
+def integer_gap(h: int, gap: float) -> int | None:
+    """The integer sum difference ``k`` with ``|a/h - b/h| >= gap  <=>  |a - b| >= k``.
+
+    Evaluated in float64 exactly as the split pass compares means, for every
+    pair of sums ``0 <= a, b <= h``; None when rounding makes the rule depend on
+    more than ``a - b`` (then the means are compared).
+    """
+    if h <= 0:
+        return None
+    means = np.arange(h + 1, dtype=np.float64) / h
+    eligible = separated(means[None, :] - means[:, None], gap)
+    diff = np.abs(np.arange(h + 1)[None, :] - np.arange(h + 1)[:, None])
+    k = int(diff[eligible].min()) if eligible.any() else h + 1
+    return k if np.array_equal(eligible, diff >= k) else None
+
+
+def _pair_differences(
+    flat: np.ndarray, mask: np.ndarray, to_pairs: np.ndarray, *, means: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """S and T pair differences ``(S, k, P)`` of ``flat`` ``(k m, n)`` rows.
+
+    ``means=False`` (0/1 scores with an integer gap): differences of half sums,
+    exact integers in float32 (only signs and the integer gap are read).
+    Otherwise differences of float64 half means (``sum / size``; for 0/1 scores
+    the sums are exact, so these are the loop's means bit for bit).
+    """
+    splits, n = mask.shape
+    m = to_pairs.shape[0]
+    sum_s = mask @ flat.T.astype(mask.dtype)  # (S, k m)
+    sum_t = flat.sum(axis=1, dtype=mask.dtype)[None, :] - sum_s
+    if means:
+        sum_s = sum_s.astype(np.float64) / (n // 2)
+        sum_t = sum_t.astype(np.float64) / (n - n // 2)
+        to_pairs = to_pairs.astype(np.float64)
+    shape = (splits, flat.shape[0] // m, -1)
+    return (
+        (sum_s.reshape(-1, m) @ to_pairs).reshape(shape),
+        (sum_t.reshape(-1, m) @ to_pairs).reshape(shape),
     )
 
 
@@ -234,5 +295,5 @@ def _empty(
     )
     return NullComparison(
         kind, draws, splits, obs_e, nan, Interval.undefined(), nan, obs_b, nan, Interval.undefined(), nan,
-        seed if isinstance(seed, int) else None, dict.fromkeys(names, why),
+        seed if isinstance(seed, int) else None, 0, dict.fromkeys(names, why),
     )  # fmt: skip

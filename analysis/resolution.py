@@ -2,14 +2,17 @@
 
 Notes
 -----
-For a pair oriented so b has the higher raw mean, with raw upgrade >= gap and
-retention ``rho > 0``: ``D_i = score_b,i - score_a,i`` and
+For a pair oriented so b has the higher raw mean, with raw upgrade
+``mu_b - mu_a >= gap`` (the gap rule of :func:`analysis.splits.separated`: a
+difference of the two reader means, so ``0.35 - 0.30 = 0.04999999999999999``
+is below 5pp here exactly as in the flips) and retention
+``rho = (muc_b - muc_a) / (mu_b - mu_a) > 0``: ``D_i = score_b,i - score_a,i`` and
 ``n-ratio = Var(D_comp) / Var(D_raw) / rho^2`` (ddof = 1), the factor by which
 the question count must grow for the compressed comparison to regain the raw
 signal-to-noise ratio (independent questions, normal approximation).
 ``token-cost ratio = n-ratio x the pair's mean compressed/raw prompt-token
 ratio`` (mean over the pair's cells of ``comp_tokens / raw_tokens``). The
-cross-fit version lives in :func:`analysis.replay.split_audit`.
+cross-fit version lives in :mod:`analysis.resolution_crossfit`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.results import Interval, ResultMixin, StatRow, median_or_nan
-from analysis.splits import pair_indices
+from analysis.splits import pair_indices, separated
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,11 @@ def resolution_cost(
     b = np.where(swap, lo, hi)
     d_raw = raw[b] - raw[a]  # (P, n)
     d_comp = comp[b] - comp[a]
-    up_raw, up_comp = d_raw.mean(axis=1), d_comp.mean(axis=1)
-    eligible = up_raw >= gap
+    # the gap rule (analysis.splits.separated): a difference of the two float64
+    # means, as the flips and ragscale compare it, not the mean of D
+    mu_comp = comp.mean(axis=1)
+    up_raw, up_comp = mu[b] - mu[a], mu_comp[b] - mu_comp[a]
+    eligible = separated(up_raw, gap) & (up_raw > 0)  # b is the higher raw mean
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = up_comp / up_raw
         var_raw = d_raw.var(axis=1, ddof=1) if n > 1 else np.full(lo.size, np.nan)

@@ -49,15 +49,9 @@ class CrossFitSplits(NamedTuple):
 
 def crossfit_splits(batch: SplitBatch, eligible: np.ndarray) -> CrossFitSplits:
     """Per split median n-ratio of the S-eligible pairs ``eligible`` (b, P), on T."""
-    p = batch.panel
-    lo, hi = p.pairs
-    r, c = batch.raw, batch.comp
-    size_t = r.size_t
-    sum_raw_d = r.sum_t[:, hi] - r.sum_t[:, lo]
-    sum_comp_d = c.sum_t[:, hi] - c.sum_t[:, lo]
-    sq_r, sq_c = batch.squares_t
-    ssq_raw = sq_r[:, lo] + sq_r[:, hi] - 2 * batch.co_raw_t
-    ssq_comp = sq_c[:, lo] + sq_c[:, hi] - 2 * batch.co_comp_t
+    size_t = batch.raw.size_t
+    sum_raw_d, _, sum_comp_d, _ = batch.pair_sums_t
+    ssq_raw, ssq_comp = batch.discordant_t  # sum_T D^2 per pair
     var_raw = (ssq_raw - sum_raw_d**2 / size_t) / (size_t - 1)
     var_comp = (ssq_comp - sum_comp_d**2 / size_t) / (size_t - 1)
     defined = eligible & (batch.d_raw_t != 0)
@@ -67,7 +61,7 @@ def crossfit_splits(batch: SplitBatch, eligible: np.ndarray) -> CrossFitSplits:
     positive = defined & (rho > 0)
     kept = positive & (var_raw > 0) & np.isfinite(ratio)
     return CrossFitSplits(
-        row_median(np.where(kept, ratio, np.nan)),
+        row_median(ratio, kept),
         np.count_nonzero(eligible, axis=1),
         np.count_nonzero(eligible & ~defined, axis=1),
         np.count_nonzero(defined & ~positive, axis=1),

@@ -178,20 +178,21 @@ def _binary_halves(sum_s: np.ndarray, total: np.ndarray, n: int) -> Halves:
     return Halves(mean_s, sum_t / (n - h), sum_s, sum_t, h, n - h)
 
 
-def row_median(values: np.ndarray) -> np.ndarray:
-    """Median of the finite entries of each row (NaN for none), by one sort.
+def row_median(values: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+    """Median of each row's finite entries (or of its ``keep`` entries, which
+    must be finite), NaN for none, by one sort.
 
-    Equals ``np.median`` of each row's finite values (numpy's mean of the two
+    Equals ``np.median`` of each row's kept values (numpy's mean of the two
     middle order statistics).
     """
-    finite = np.isfinite(values)
-    ordered = np.sort(np.where(finite, values, np.inf), axis=1)
-    count = finite.sum(axis=1)
-    rows = np.arange(values.shape[0])
-    low = ordered[rows, np.maximum((count - 1) // 2, 0)]
-    high = ordered[rows, np.maximum(count // 2, 0)]
+    keep = np.isfinite(values) if keep is None else keep
+    ordered = np.where(keep, values, np.inf)
+    ordered.sort(axis=1)
+    count = np.count_nonzero(keep, axis=1)
+    low = np.take_along_axis(ordered, np.maximum((count - 1) // 2, 0)[:, None], 1)
+    high = np.take_along_axis(ordered, np.maximum(count // 2, 0)[:, None], 1)
     with np.errstate(invalid="ignore"):
-        return np.where(count > 0, (low + high) / 2, np.nan)
+        return np.where(count > 0, (low[:, 0] + high[:, 0]) / 2, np.nan)
 
 
 def rates(count: np.ndarray, total: np.ndarray) -> np.ndarray:
@@ -217,6 +218,7 @@ class SplitPanel:
         self.pairs = pair_indices(self.m)
         self.n_pairs = self.pairs[0].size
         self.to_pairs = difference_matrix(self.m)
+        self.to_pair_sums = np.hstack([self.to_pairs, np.abs(self.to_pairs)])
         self.products = products
         self.raw_total, self.comp_total = raw.sum(axis=1), comp.sum(axis=1)
         lo, hi = self.pairs
@@ -281,15 +283,32 @@ class SplitBatch:
         return p.co_comp_total - self.mask @ p.co_comp_rows.T
 
     @cached_property
-    def squares_t(self) -> tuple[np.ndarray, np.ndarray]:
-        """T sums of squared scores, raw and compressed (0/1: the sums themselves)."""
-        p = self.panel
-        if p.binary:
-            return self.raw.sum_t, self.comp.sum_t
-        return (
-            p.sq_raw.sum(axis=1)[None, :] - self.mask @ p.sq_raw.T,
-            p.sq_comp.sum(axis=1)[None, :] - self.mask @ p.sq_comp.T,
-        )
+    def pair_sums_t(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """T sums per pair: ``sum_j - sum_i`` and ``sum_i + sum_j``, raw then compressed.
+
+        One product with ``[D | |D|]`` (two nonzero terms per output, so each is
+        the correctly rounded difference or sum).
+        """
+        p, b = self.panel, self.size
+        out = np.vstack([self.raw.sum_t, self.comp.sum_t]) @ p.to_pair_sums
+        k = p.n_pairs
+        return out[:b, :k], out[:b, k:], out[b:, :k], out[b:, k:]
+
+    @cached_property
+    def discordant_t(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per pair ``sum_T (x_j - x_i)^2``, raw and compressed (0/1: discordant rows)."""
+        p, b = self.panel, self.size
+        if p.binary:  # x * x == x
+            _, plus_raw, _, plus_comp = self.pair_sums_t
+        else:
+            squares = np.vstack(
+                [
+                    p.sq_raw.sum(axis=1)[None, :] - self.mask @ p.sq_raw.T,
+                    p.sq_comp.sum(axis=1)[None, :] - self.mask @ p.sq_comp.T,
+                ]
+            ) @ np.abs(p.to_pairs)
+            plus_raw, plus_comp = squares[:b], squares[b:]
+        return plus_raw - 2 * self.co_raw_t, plus_comp - 2 * self.co_comp_t
 
 
 Record = TypeVar("Record", bound=NamedTuple)

@@ -11,6 +11,10 @@ replay-audit computation against ragscale's loop.
    same file: identical numbers, at least 50x faster, and a marginal cost per
    split at least 15x lower.
 
+``split_replay`` is the production split pass without McNemar, cross-fit and
+screen (the sensitivity replays); ``bench_replay_audit`` measures the whole
+``replay-audit`` call and its marginal cost per split.
+
 Times are CPU seconds of this process (``time.process_time``): on a shared
 machine wall time mostly measures the neighbours. Usage::
 
@@ -24,7 +28,6 @@ import csv
 import resource
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -222,14 +225,11 @@ def main(argv: list[str] | None = None) -> None:
     wall = time.perf_counter()
     audit_panel(panel, settings)
     wall = time.perf_counter() - wall
-    tracemalloc.start()
     seconds, audit = best(lambda: audit_panel(panel, settings), args.repeat)
-    _, traced_peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         f"whole audit (20 x 500, defaults): {seconds:.2f} s CPU best of {args.repeat} ({wall:.2f} s wall, one run); "  # noqa: T201
-        f"numpy/Python peak {traced_peak / 2**20:.0f} MiB; process max RSS {rss:.0f} MiB"
+        f"process max RSS {rss:.0f} MiB"
     )
     parts = {
         "family-by-row retention": lambda: __import__(
@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
         wall_theirs = (rs_wall_high - rs_wall_low) / (high - low)
         rs_marginal = (t_high - t_low) / (high - low)
         ours_marginal = (ours_high - ours_low) / (high - low)
-        from analysis.replay import permutations
+        from analysis.splits import permutations
 
         perm_high, _ = best(
             lambda: permutations(np.random.default_rng(1), N, high), args.repeat + 2

@@ -312,4 +312,7 @@ def test_suggestion_matches_the_name_after_the_provider():
 
     known = ["meta-llama/llama-3.3-70b-instruct", "qwen/qwen-2.5-7b-instruct"]
     assert _suggestion("llama-3.3-70b-instruct", known) == known[0]
+    assert (
+        _suggestion("llama-3.3-70b", known) == known[0]
+    )  # only the short name is close
     assert _suggestion("Qwen/Qwen-2.5-7B-Instruct", known) == known[1]

@@ -1,4 +1,5 @@
-"""Nulls, resolution cost and the headroom EIV against plain loops."""
+"""Nulls and resolution cost: the functions ``audit_panel`` runs, against plain
+loops that import nothing from ``analysis`` (``tests/analysis/split_loops.py``)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import numpy as np
 import pytest
 
 from analysis.eiv import eiv_bootstrap, eiv_point
-from analysis.nulls import null_arrays, null_replay
+from analysis.nulls import null_replay
+from analysis.replay import split_audit
 from analysis.resolution import resolution_cost
 from analysis.results import percentile_interval
 from analysis.retention import family_codes
-from tests.analysis.simulate import binary_panel
+from tests.analysis import split_loops as loops
+from tests.analysis.simulate import binary_panel, continuous_panel
 
 GAP = 0.05
 
@@ -20,50 +23,32 @@ def test_null_replay_equals_plain_loop(kind):
     raw, comp, *_ = binary_panel(m=6, n=80, seed=3)
     draws, splits, seed = 12, 30, 99
     got = null_replay(
-        raw,
-        comp,
-        kind=kind,
-        observed_excess=0.1,
-        observed_both_half=0.05,
-        draws=draws,
-        splits=splits,
-        seed=seed,
+        raw, comp, kind=kind, observed_excess=0.1, observed_both_half=0.05,
+        draws=draws, splits=splits, seed=seed, batch=5,
+    )  # fmt: skip
+    excess, both = loops.null_loop(
+        raw, comp, kind=kind, draws=draws, splits=splits, seed=seed
     )
-    rng = np.random.default_rng(seed)
-    perms = [rng.permutation(80) for _ in range(splits)]  # the splits first
-    arrays = null_arrays(rng, raw, comp, kind, draws)  # then the draws (one batch)
-    m = raw.shape[0]
-    excess, both = [], []
-    for null in arrays:
-        split_excess, split_both = [], []
-        for perm in perms:
-            sel, sco = perm[:40], perm[40:]
-            rs, rt = raw[:, sel].mean(axis=1), raw[:, sco].mean(axis=1)
-            cs, ct = null[:, sel].mean(axis=1), null[:, sco].mean(axis=1)
-            e = rr = cr = bh = 0
-            for i in range(m):
-                for j in range(i + 1, m):
-                    d = rs[j] - rs[i]
-                    if abs(d) < GAP:
-                        continue
-                    sign = 1 if d > 0 else -1
-                    e += 1
-                    rr += sign * (rt[j] - rt[i]) < 0
-                    flipped = sign * (ct[j] - ct[i]) < 0
-                    cr += flipped
-                    bh += flipped and sign * (cs[j] - cs[i]) < 0
-            if e:
-                split_excess.append(cr / e - rr / e)
-                split_both.append(bh / e)
-        excess.append(np.median(split_excess))
-        both.append(np.median(split_both))
-    want = percentile_interval(np.array(excess))
-    assert (got.null_excess_interval.low, got.null_excess_interval.high) == (
-        want.low,
-        want.high,
-    )
+    assert got.null_excess_median == np.median(excess)
     assert got.null_both_half_median == np.median(both)
-    assert got.excess_exceeds_share == np.mean(np.array(excess) < 0.1)
+    assert (got.null_excess_interval.low, got.null_excess_interval.high) == tuple(
+        np.percentile(excess, [2.5, 97.5])
+    )
+    assert got.excess_exceeds_share == np.mean(excess < 0.1)
+    assert got.both_half_exceeds_share == np.mean(both < 0.05)
+
+
+def test_row_exchangeable_null_on_continuous_scores_equals_loop():
+    raw, comp, *_ = continuous_panel(m=5, n=60, seed=4)
+    got = null_replay(
+        raw, comp, kind="row-exchangeable", observed_excess=0.1,
+        observed_both_half=0.05, draws=8, splits=20, seed=5,
+    )  # fmt: skip
+    excess, both = loops.null_loop(
+        raw, comp, kind="row-exchangeable", draws=8, splits=20, seed=5
+    )
+    assert got.null_excess_median == pytest.approx(np.median(excess), abs=1e-12)
+    assert got.null_both_half_median == pytest.approx(np.median(both), abs=1e-12)
 
 
 def test_resolution_cost_by_hand():
@@ -87,6 +72,39 @@ def test_resolution_excludes_nonpositive_retention():
     got = resolution_cost(raw, comp).to_dict()
     assert got["excluded_nonpositive_retention"] == 1
     assert got["median_n_ratio"] is None and got["median_n_ratio_reason"]
+
+
+def test_resolution_gap_rule_is_the_flips_rule():
+    """0.35 - 0.30 = 0.04999999999999999: below 5pp for flips and for resolution."""
+    raw = np.zeros((2, 20))
+    raw[0, :6] = 1  # 6 / 20 = 0.30
+    raw[1, :7] = 1  # 7 / 20 = 0.35; the mean of the paired differences is 0.05
+    comp = raw.copy()
+    assert raw[1].mean() - raw[0].mean() < GAP <= (raw[1] - raw[0]).mean()
+    flips = split_audit(raw, comp, ["a", "b"], ["a", "b"], splits=5, seed=1).flips
+    assert flips.full_sample_eligible_pairs == 0
+    assert resolution_cost(raw, comp).eligible_pairs == 0
+
+
+def test_resolution_cost_equals_loop():
+    raw, comp, *_ = binary_panel(m=8, n=90, seed=5)
+    got = resolution_cost(raw, comp)
+    mu, muc = raw.mean(axis=1), comp.mean(axis=1)
+    ratios, eligible, nonpositive = [], 0, 0
+    for i, j in loops.pairs(8):
+        a, b = (j, i) if mu[j] < mu[i] else (i, j)
+        if not mu[b] - mu[a] >= GAP:
+            continue
+        eligible += 1
+        rho = (muc[b] - muc[a]) / (mu[b] - mu[a])
+        if not rho > 0:
+            nonpositive += 1
+            continue
+        var_raw = np.var(raw[b] - raw[a], ddof=1)
+        ratios.append(np.var(comp[b] - comp[a], ddof=1) / var_raw / rho**2)
+    assert got.eligible_pairs == eligible
+    assert got.excluded_nonpositive_retention == nonpositive
+    assert got.median_n_ratio == pytest.approx(np.median(ratios), rel=1e-12)
 
 
 def test_headroom_bootstrap_equals_plain_loop():

@@ -140,17 +140,90 @@ def test_unknown_panel_and_reader_are_clear_errors(database):
         main, ["--db", str(database), "audit", "--panel", "nope", *FAST]
     )
     assert result.exit_code == 1 and "no panel 'nope'" in result.output
+    readers = f"readers: {CANDIDATE}, {CURRENT}"
+    for current, hint in (
+        ("qwen/qwen-2.5-7b-instruc", f"did you mean {CURRENT!r}? "),
+        ("x", "no reader is close; "),
+    ):
+        result = CliRunner().invoke(
+            main,
+            ["--db", str(database), "audit", "--current", current,
+             "--candidate", CANDIDATE, *FAST],
+        )  # fmt: skip
+        assert result.exit_code == 1, result.output
+        assert result.output.splitlines() == [
+            f"Error: --current {current!r} is not a reader of the chosen panels; "
+            f"{hint}{readers}"
+        ]
+
+
+def test_audit_prints_each_warning(pair_run):
+    _, result = pair_run
+    assert "Fewer than three reader families." in result.output
+    assert "This is an observed pair comparison." in result.output
+
+
+def test_panels_carry_their_declared_pair(pair_run):
+    out, _ = pair_run
+    ours = json.loads((out / "summary.json").read_text())
+    for panel in ours["panels"]:
+        (pair,) = panel["declared_pairs"]
+        assert pair["metric"] == panel["panel"]["metric"]
+        top = next(m for m in ours["metrics"] if m["metric"] == pair["metric"])
+        assert pair == top
+        assert pair["raw_direction"] == "upgrade"
+
+
+def test_a_declared_downgrade_says_so(database, tmp_path):
+    out = tmp_path / "down"
     result = CliRunner().invoke(
         main,
-        [
-            "--db",
-            str(database),
-            "audit",
-            "--current",
-            "x",
-            "--candidate",
-            CANDIDATE,
-            *FAST,
-        ],
-    )
-    assert result.exit_code == 1 and "both readers" in result.output
+        ["--db", str(database), "audit", "--current", CANDIDATE, "--candidate", CURRENT,
+         "--metric-order", "exact_match,token_f1,judge_match", "--no-write",
+         "--output", str(out), *FAST],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    document = json.loads((out / "summary.json").read_text())
+    for pair in document["metrics"]:
+        assert pair["raw_upgrade"] < 0 and pair["raw_direction"] == "downgrade"
+        assert pair["outcome"] == "observed-upgrade-attenuated"  # ragscale parity
+        assert pair["directional_outcome"] == "observed-downgrade-attenuated"
+        assert f"{pair['metric']}: Declared downgrade" in result.output
+    assert "Declared downgrade" in (out / "REPORT.md").read_text()
+
+
+def _tables(path):
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        out = {}
+        for table in ("audits", "statistics", "reader_results"):
+            columns = [
+                c[0]
+                for c in con.execute(f"describe analysis.{table}").fetchall()
+                if c[0] != "created_at"
+            ]
+            out[table] = [
+                tuple(repr(v) for v in row)
+                for row in con.execute(
+                    f"select {', '.join(columns)} from analysis.{table} order by all"
+                ).fetchall()
+            ]
+        return out
+    finally:
+        con.close()
+
+
+def test_two_audits_give_identical_tables_and_summary(database, tmp_path):
+    args = [
+        "--db", str(database), "audit", "--current", CURRENT, "--candidate", CANDIDATE,
+        "--metric-order", "exact_match,token_f1,judge_match", *FAST,
+    ]  # fmt: skip
+    first = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "a")])
+    assert first.exit_code == 0, first.output
+    tables = _tables(database)
+    second = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "b")])
+    assert second.exit_code == 0, second.output
+    assert _tables(database) == tables
+    assert (tmp_path / "a" / "summary.json").read_bytes() == (
+        tmp_path / "b" / "summary.json"
+    ).read_bytes()

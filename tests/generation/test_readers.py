@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from generation.readers import BUILTIN_READERS, load_reader_config
-from warehouse.errors import WarehouseError
+from warehouse.errors import InputError, WarehouseError
 
 YAML = """
 readers:
@@ -119,3 +119,62 @@ def test_unknown_reader_gets_a_hint(tmp_path):
         config.reader("local/gemma3-270")
     with pytest.raises(WarehouseError, match="not found"):
         load_reader_config(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "message"),
+    [
+        (
+            "readers:\n  r:\n    model: x\n    parameters:\n      temperature: true\n",
+            5,
+            "reader 'r': parameters.temperature True is not a number",
+        ),
+        (
+            "readers:\n  r:\n    model: x\n    parameters:\n      max_tokens: 1.5\n",
+            5,
+            "reader 'r': parameters.max_tokens 1.5 is not an integer",
+        ),
+        (
+            "readers:\n  r:\n    model: x\n    parameters: {seed: nan}\n",
+            4,
+            "parameters.seed 'nan' is not an integer",
+        ),
+        (
+            "readers:\n  r:\n    model: x\n    timeout_s: -1\n",
+            4,
+            "reader 'r': timeout_s must be a positive number of seconds",
+        ),
+        (
+            "judges:\n  j:\n    model: x\n    timeout_s: '1e999'\n",
+            4,
+            "judge 'j': timeout_s '1e999' is not a number",
+        ),
+        (
+            "readers:\n  r:\n    model: x\n    user: 'Q: {question} {passages}'\n",
+            4,
+            "reader 'r': prompt template 'custom': unknown placeholder",
+        ),
+        (
+            "readers:\n  ok: {model: x}\n  r:\n    model: x\n    parameters: [1]\n",
+            5,
+            "reader 'r': `parameters` must be a mapping",
+        ),
+    ],
+)
+def test_bad_values_name_file_line_reader_and_field(tmp_path, body, line, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(body)
+    with pytest.raises(InputError) as caught:
+        load_reader_config(path)
+    assert str(caught.value).startswith(f"{path}:{line}: ")
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_yaml_syntax_error_is_one_line_with_line_and_character(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("readers:\n  r:\n    model: x\n   family: y\n")
+    with pytest.raises(InputError) as caught:
+        load_reader_config(path)
+    assert str(caught.value).startswith(f"{path}:4:4: cannot parse reader config: ")
+    assert "\n" not in str(caught.value)

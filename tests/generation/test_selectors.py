@@ -190,3 +190,41 @@ def test_lm_filter_arms_with_the_local_backend():
     assert 0 <= uncapped.metadata["kept"] <= n_chunks
     assert 0 <= uncapped.metadata["unscored"] <= n_chunks
     assert len(uncapped.chunk_ids) == uncapped.metadata["kept"]
+
+
+def test_head_tail_keeps_source_spans_when_a_cut_splits_a_character():
+    # cl100k_base splits rare characters into byte-level tokens, so some cut
+    # falls inside one; the spans then claim only the whole characters kept.
+    text = "alpha beta " * 20 + "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 🤗 ꙮ " * 30 + "gamma delta " * 20
+    ids = encode(text)
+    data = text.encode("utf-8")
+    split_seen = 0
+    for budget in range(40, 140):
+        selection = HeadTailSelector().select("q", text, budget)
+        head, tail = budget // 2, budget - budget // 2
+        assert selection.text == decode(ids[:head] + ids[-tail:])
+        assert selection.provenance == "source_spans"
+        # from the definition: a claimed character's bytes are all kept bytes
+        head_bytes = len(b"".join(_token_bytes(ids[:head])))
+        tail_bytes = len(b"".join(_token_bytes(ids[-tail:])))
+        kept = set(range(head_bytes)) | set(range(len(data) - tail_bytes, len(data)))
+        for start, end in selection.char_spans:
+            first = len(text[:start].encode("utf-8"))
+            last = len(text[:end].encode("utf-8"))
+            assert set(range(first, last)) <= kept
+            assert text[start:end] in selection.text
+        # and nothing kept whole is left unclaimed
+        claimed = sum(end - start for start, end in selection.char_spans)
+        whole = len(data[:head_bytes].decode("utf-8", errors="ignore")) + len(
+            data[len(data) - tail_bytes :].decode("utf-8", errors="ignore")
+        )
+        assert claimed == min(whole, len(text))
+        split_seen += "split_characters" in selection.metadata
+    assert split_seen > 0
+
+
+def _token_bytes(ids):
+    import tiktoken
+
+    encoding = tiktoken.get_encoding("cl100k_base")
+    return [encoding.decode_single_token_bytes(token) for token in ids]

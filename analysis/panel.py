@@ -1,6 +1,6 @@
 """One panel as arrays: ``RAW[m, n]``, ``COMP[m, n]``, families and token counts.
 
-:func:`read_panel` reads ``marts.dim_panels`` and ``marts.panel_cells`` through
+:func:`read_panel` reads ``marts.dim_panels`` and ``marts.fct_panel_cells`` through
 ``ibis.duckdb.connect(path, read_only=True)`` and materialises them once with
 ``.to_pyarrow()``; readers are sorted by ``reader_id`` and items by ``item_id``.
 :class:`PanelArrays` is also what :mod:`analysis.ragscale_files` builds from a
@@ -161,7 +161,7 @@ def read_panel(path: str | Path, panel: str) -> PanelArrays:
         if len(found) > 1:
             raise WarehouseError(f"panel {panel!r} is ambiguous; pass its panel_id")
         info = found[0]
-        cells = con.table("panel_cells", database="marts")
+        cells = con.table("fct_panel_cells", database="marts")
         wanted = [
             "reader_id",
             "reader_family",
@@ -192,8 +192,10 @@ def read_panel(path: str | Path, panel: str) -> PanelArrays:
             paired.columns
         ):
             answer_columns = ["raw_answer", "compressed_answer"]
+            # paired outcomes carry the panel key's id (its primary panel's)
+            key_id = info.get("panel_key_id") or info["panel_id"]
             answers = (
-                paired.filter(paired.panel_id == info["panel_id"])
+                paired.filter(paired.panel_id == key_id)
                 .select("reader_id", "item_id", *answer_columns)
                 .to_pyarrow()
                 .to_pydict()
@@ -229,7 +231,7 @@ def _arrays_from_cells(
     )
     if np.isnan(arrays["raw"]).any() or np.isnan(arrays["comp"]).any():
         raise WarehouseError(
-            f"panel {info.get('panel_name')!r}: panel_cells do not cover readers x items "
+            f"panel {info.get('panel_name')!r}: fct_panel_cells do not cover readers x items "
             "exactly (a mart contract violation)"
         )
     per_item: dict[str, Any] = {}
@@ -476,3 +478,148 @@ def _selection_arrays(
         raw_methods=raw_methods,
         dropped_items=len(all_items) - len(complete),
     )
+
+
+# ---------------------------------------------------------------- declared panels
+
+
+def read_items_file(path: str | Path) -> list[str]:
+    """item_ids of a ``panels define --items`` file: one per line, in file order.
+
+    Blank lines and lines starting with ``#`` are skipped; a repeated item is an
+    error naming its line.
+    """
+    from warehouse.errors import InputError
+    from warehouse.files import read_text
+
+    seen: dict[str, int] = {}
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        item = line.strip()
+        if not item or item.startswith("#"):
+            continue
+        if item in seen:
+            raise InputError(
+                f"item {item!r} is listed twice (first on line {seen[item]})",
+                file=str(path),
+                line=number,
+            )
+        seen[item] = number
+    if not seen:
+        raise InputError("no item_ids in the file", file=str(path))
+    return list(seen)
+
+
+def define_panel(
+    con: Any,
+    name: str,
+    *,
+    dataset_id: str,
+    reader_ids: Sequence[str],
+    item_ids: Sequence[str] | None = None,
+) -> bool:
+    """Store a declared panel in ``raw.panel_definitions``; True when it replaced one.
+
+    The dataset, each reader and each item must be known to the warehouse (as a
+    generation or a released-matrix row of the dataset); otherwise nothing is
+    written and the error names what is unknown. Replacing a definition deletes
+    and inserts in one transaction (the table has no keys).
+    """
+    from warehouse import transaction
+
+    clean = name.strip()
+    if not clean or clean != name or "\n" in name:
+        raise WarehouseError(
+            f"panel name {name!r} must be non-empty, one line, without surrounding spaces"
+        )
+    readers = sorted(set(reader_ids))
+    if len(readers) < 2:
+        raise WarehouseError("--readers: a panel compares at least two readers")
+    known = _dataset_members(con, dataset_id)
+    if known is None:
+        datasets = [
+            row[0]
+            for row in con.execute(
+                "select dataset_id from raw.generations union "
+                "select release || ':' || dataset from raw.matrix_rows order by 1"
+            ).fetchall()
+        ]
+        raise WarehouseError(
+            f"--dataset: no answers for dataset {dataset_id!r}; "
+            f"datasets with answers: {', '.join(datasets) or 'none'}"
+        )
+    known_readers, known_items = known
+    unknown = [reader for reader in readers if reader not in known_readers]
+    if unknown:
+        raise WarehouseError(
+            f"--readers: {', '.join(unknown)} answered nothing in {dataset_id}; "
+            f"its readers: {', '.join(sorted(known_readers))}"
+        )
+    if item_ids is not None:
+        missing = [item for item in item_ids if item not in known_items]
+        if missing:
+            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+            raise WarehouseError(
+                f"--items: {len(missing)} item_ids have no answer in {dataset_id}: {shown}"
+            )
+    with transaction(con):
+        replaced = con.execute(
+            "select count(*) from raw.panel_definitions where panel_definition_name = ?",
+            [name],
+        ).fetchone()[0]
+        con.execute(
+            "delete from raw.panel_definitions where panel_definition_name = ?", [name]
+        )
+        con.execute(
+            "insert into raw.panel_definitions (panel_definition_name, dataset_id, "
+            "reader_ids_json, item_ids_json, created_at) values (?, ?, ?, ?, now())",
+            [
+                name,
+                dataset_id,
+                json.dumps(readers),
+                None if item_ids is None else json.dumps(list(item_ids)),
+            ],
+        )
+    return bool(replaced)
+
+
+def _dataset_members(con: Any, dataset_id: str) -> tuple[set[str], set[str]] | None:
+    """(readers, items) with an answer in the dataset, or None when it has none."""
+    rows = con.execute(
+        "select reader_id, item_id from raw.generations where dataset_id = ? "
+        "union select reader_model, example_id from raw.matrix_rows "
+        "where release || ':' || dataset = ?",
+        [dataset_id, dataset_id],
+    ).fetchall()
+    if not rows:
+        return None
+    return {row[0] for row in rows}, {row[1] for row in rows}
+
+
+def declared_panels(path: str | Path, name: str) -> list[dict[str, Any]]:
+    """Rows of ``marts.dim_panels`` built from the declared panel ``name``.
+
+    One per metric x raw policy x compressed policy x budget x seed of its
+    dataset, sorted by panel_name. An error when the marts hold none (not
+    declared, or not built since).
+    """
+    con = _connect(path)
+    try:
+        table = con.table("dim_panels", database="marts")
+        if "panel_definition_name" not in table.columns:
+            raise WarehouseError(
+                "the marts predate declared panels; run `ragledger build`"
+            )
+        found = (
+            table.filter(table.panel_definition_name == name)
+            .order_by("panel_name")
+            .to_pyarrow()
+            .to_pylist()
+        )
+    finally:
+        con.disconnect()
+    if not found:
+        raise WarehouseError(
+            f"no declared panel {name!r} in the marts; declare it with "
+            "`ragledger panels define` and run `ragledger build`"
+        )
+    return found

@@ -56,10 +56,14 @@ cell_scorers as (
             and panel_cells.metric = outcomes.metric
             and panel_cells.seed = outcomes.seed
             and (
-                (outcomes.policy_id = panel_cells.raw_policy_id
-                    and outcomes.budget_tokens = 0)
-                or (outcomes.policy_id = panel_cells.compressed_policy_id
-                    and outcomes.budget_tokens = panel_cells.budget_tokens)
+                (
+                    panel_cells.raw_policy_id = outcomes.policy_id
+                    and outcomes.budget_tokens = 0
+                )
+                or (
+                    panel_cells.compressed_policy_id = outcomes.policy_id
+                    and panel_cells.budget_tokens = outcomes.budget_tokens
+                )
             )
 
 ),

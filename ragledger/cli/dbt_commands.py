@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 from rich.markup import escape
 
 import warehouse
+from analysis.panel import define_panel as store_panel_definition
+from analysis.panel import read_items_file
 from ragledger.cli.common import database_path, error_handler
 from ragledger.cli.console import console, errors, print_table
-from warehouse import dbt_runner
+from warehouse import dbt_runner, marts
 from warehouse.errors import WarehouseError
 
 
@@ -86,57 +89,36 @@ def _report_problems(problems: tuple[dbt_runner.TestProblem, ...]) -> None:
             click.echo(f"  {problem.message.splitlines()[0]}", err=True)
 
 
-PANELS_QUERY = """
-select
-    panel_id,
-    panel_name,
-    dataset_id,
-    metric,
-    raw_policy_id,
-    compressed_policy_id,
-    budget_tokens,
-    seed,
-    reader_count,
-    family_count,
-    row_count,
-    verdict,
-    verdict_detail
-from marts.dim_panels
-where ? is null or dataset_id = ?
-order by dataset_id, metric, raw_policy_id, compressed_policy_id, budget_tokens, seed
-"""
-
-DETAIL_QUERY = """
-select
-    panel_readers.panel_id,
-    panel_readers.reader_id,
-    panel_readers.reader_family,
-    panel_readers.raw_mean,
-    panel_readers.compressed_mean,
-    panel_readers.gain,
-    transition_summaries.rescue_share,
-    transition_summaries.damage_share
-from marts.panel_readers
-left join marts.transition_summaries
-    on panel_readers.panel_id = transition_summaries.panel_id
-    and panel_readers.reader_id = transition_summaries.reader_id
-union all
-select
-    panel_id,
-    '(pooled)',
-    null,
-    null,
-    null,
-    null,
-    rescue_share,
-    damage_share
-from marts.transition_summaries
-where reader_id = '__pooled__'
-order by panel_id, reader_id = '(pooled)', reader_id
-"""
+#: dim_panels columns the panels table prints, in the order it sorts them.
+PANEL_COLUMNS = (
+    "panel_id",
+    "panel_name",
+    "panel_kind",
+    "dataset_id",
+    "metric",
+    "raw_policy_id",
+    "compressed_policy_id",
+    "budget_tokens",
+    "seed",
+    "reader_count",
+    "family_count",
+    "row_count",
+    "excluded_reader_count",
+    "verdict",
+    "verdict_detail",
+)
+PANEL_ORDER = (
+    "dataset_id",
+    "metric",
+    "raw_policy_id",
+    "compressed_policy_id",
+    "budget_tokens",
+    "seed",
+    "panel_name",
+)
 
 
-@click.command("panels")
+@click.group("panels", invoke_without_command=True)
 @click.option("--dataset", "-d", help="Only panels of this dataset_id.")
 @click.option(
     "--detail",
@@ -148,22 +130,45 @@ order by panel_id, reader_id = '(pooled)', reader_id
 def panels(ctx: click.Context, dataset: str | None, detail: bool) -> None:
     """List the panels of the marts with their footprint and verdict.
 
-    A panel is dataset x metric x raw policy x compressed policy x budget x
-    seed; its rows are the items every one of its readers covers. Verdict:
-    verified (every reader received the same artifact hash on every row),
-    unverified (the source has no hashes, as the released matrix) or violated.
+    A panel is defined by its rows and the readers that cover all of them. Per
+    dataset x metric x raw policy x compressed policy x budget x seed, the
+    primary panel holds the rows both of the two readers with the most rows
+    cover; a reader that covers fewer of them is listed as excluded (with its
+    coverage) instead of shrinking the panel, and an "[all readers]" panel
+    holds the rows every reader covers. `panels define` adds a panel by name.
+    Verdict: verified (every reader received the same artifact hash on every
+    row), unverified (the source has no hashes, as the released matrix) or
+    violated.
     """
+    if ctx.invoked_subcommand is not None:
+        return
     con = warehouse.connect(database_path(ctx), read_only=True)
     try:
         _require_marts(con)
-        panel_rows = con.execute(PANELS_QUERY, [dataset, dataset]).fetchall()
-        detail_rows = con.execute(DETAIL_QUERY).fetchall() if detail else []
+        panel_rows = marts.read_rows(
+            con,
+            "marts.dim_panels",
+            PANEL_COLUMNS,
+            where={"dataset_id": dataset},
+            order_by=PANEL_ORDER,
+        )
+        excluded = marts.read_rows(
+            con,
+            "marts.fct_panel_memberships",
+            ("panel_id", "reader_id", "covered_row_count", "row_count"),
+            where={"membership": "excluded"},
+            order_by=("panel_id", "reader_id"),
+        )
+        details = _read_details(con) if detail else {}
     finally:
         con.close()
     if not panel_rows:
         where = f" for dataset {dataset}" if dataset else ""
         console.print(f"no panels{where}")
         return
+    excluded_by_panel: dict[str, list[dict[str, Any]]] = {}
+    for row in excluded:
+        excluded_by_panel.setdefault(row["panel_id"], []).append(row)
     print_table(
         [
             "panel",
@@ -178,65 +183,202 @@ def panels(ctx: click.Context, dataset: str | None, detail: bool) -> None:
         ],
         [
             (
-                row[0],
-                row[2],
-                row[3],
-                row[4],
-                _condition(row[5], budget_tokens=row[6], seed=row[7]),
-                *row[8:12],
+                panel["panel_id"],
+                panel["dataset_id"],
+                panel["metric"],
+                panel["raw_policy_id"],
+                _condition(panel),
+                panel["reader_count"],
+                panel["family_count"],
+                panel["row_count"],
+                panel["verdict"],
             )
-            for row in panel_rows
+            for panel in panel_rows
         ],
         title="panels",
     )
-    if detail:
-        _print_details(panel_rows, detail_rows)
-
-
-def _condition(policy_id: str, *, budget_tokens: int, seed: int) -> str:
-    """The compressed policy with its budget (@) and seed (#) when set."""
-    budget = f" @{budget_tokens}" if budget_tokens else ""
-    return f"{policy_id}{budget}{f' #{seed}' if seed else ''}"
-
-
-def _print_details(
-    panel_rows: list[tuple[Any, ...]], detail_rows: list[tuple[Any, ...]]
-) -> None:
-    by_panel: dict[str, list[tuple[Any, ...]]] = {}
-    for row in detail_rows:
-        by_panel.setdefault(row[0], []).append(row[1:])
+    if not detail:
+        for panel in panel_rows:
+            _print_excluded(panel, excluded_by_panel.get(panel["panel_id"], []))
+        return
     for panel in panel_rows:
-        panel_id, panel_name, verdict, verdict_detail = (
-            panel[0],
-            panel[1],
-            panel[11],
-            panel[12],
+        _print_detail(
+            panel,
+            details.get(panel["panel_id"], []),
+            excluded_by_panel.get(panel["panel_id"], []),
+        )
+
+
+@panels.command("define")
+@click.argument("name")
+@click.option(
+    "--dataset", "-d", "dataset", required=True, help="The panel's dataset_id."
+)
+@click.option(
+    "--readers",
+    required=True,
+    help="Comma-separated reader_ids (at least two).",
+)
+@click.option(
+    "--items",
+    "items_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=(
+        "A file of item_ids, one per line (# comments and blank lines skipped); "
+        "default: the rows all the readers cover."
+    ),
+)
+@click.pass_context
+@error_handler
+def define_panel(
+    ctx: click.Context,
+    name: str,
+    dataset: str,
+    readers: str,
+    items_file: Path | None,
+) -> None:
+    """Declare panel NAME: these readers on these rows of DATASET.
+
+    The next `ragledger build` adds one declared panel per metric x raw policy
+    x compressed policy x budget x seed of the dataset, named
+    "<key> [declared NAME]"; a listed reader that does not cover every row is
+    excluded from it (with its coverage), never imputed. Defining NAME again
+    replaces it. Audit it by name once built.
+    """
+    reader_ids = sorted(
+        {reader.strip() for reader in readers.split(",") if reader.strip()}
+    )
+    item_ids = read_items_file(items_file) if items_file else None
+    con = warehouse.connect(database_path(ctx))
+    try:
+        replaced = store_panel_definition(
+            con, name, dataset_id=dataset, reader_ids=reader_ids, item_ids=item_ids
+        )
+    finally:
+        con.close()
+    rows = (
+        "the rows all of them cover" if item_ids is None else f"{len(item_ids)} items"
+    )
+    verb = "replaced" if replaced else "defined"
+    console.print(
+        f"{verb} panel {escape(name)}: {len(reader_ids)} readers of {escape(dataset)} "
+        f"on {rows}; run `ragledger build` to build it"
+    )
+
+
+def _condition(panel: dict[str, Any]) -> str:
+    """The compressed policy with its budget (@), seed (#) and kind when not primary."""
+    budget = f" @{panel['budget_tokens']}" if panel["budget_tokens"] else ""
+    seed = f" #{panel['seed']}" if panel["seed"] else ""
+    kind = "" if panel["panel_kind"] == "primary" else f" [{panel['panel_kind']}]"
+    # escaped: rich would read "[all_readers]" in a table cell as markup
+    return escape(f"{panel['compressed_policy_id']}{budget}{seed}{kind}")
+
+
+def _read_details(con: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """Per panel: one row per member reader (sorted by reader_id), then the pooled row."""
+    readers = marts.read_rows(
+        con,
+        "marts.fct_panel_readers",
+        (
+            "panel_id",
+            "reader_id",
+            "reader_family",
+            "raw_mean",
+            "compressed_mean",
+            "gain",
+        ),
+        order_by=("panel_id", "reader_id"),
+    )
+    transitions = {
+        (row["panel_id"], row["reader_id"]): row
+        for row in marts.read_rows(
+            con,
+            "marts.fct_reader_transitions",
+            ("panel_id", "reader_id", "rescue_share", "damage_share"),
+        )
+    }
+    pooled = marts.read_rows(
+        con,
+        "marts.fct_panel_transitions",
+        ("panel_id", "rescue_share", "damage_share"),
+        order_by=("panel_id",),
+    )
+    by_panel: dict[str, list[tuple[Any, ...]]] = {}
+    for row in readers:
+        shares = transitions.get((row["panel_id"], row["reader_id"]), {})
+        by_panel.setdefault(row["panel_id"], []).append(
+            (
+                row["reader_id"],
+                row["reader_family"],
+                row["raw_mean"],
+                row["compressed_mean"],
+                row["gain"],
+                shares.get("rescue_share"),
+                shares.get("damage_share"),
+            )
+        )
+    for row in pooled:
+        by_panel.setdefault(row["panel_id"], []).append(
+            (
+                "(pooled)",
+                None,
+                None,
+                None,
+                None,
+                row["rescue_share"],
+                row["damage_share"],
+            )
+        )
+    return by_panel
+
+
+def _print_excluded(panel: dict[str, Any], excluded: list[dict[str, Any]]) -> None:
+    if excluded:
+        listed = ", ".join(
+            f"{row['reader_id']} ({row['covered_row_count']}/{row['row_count']} rows)"
+            for row in excluded
         )
         console.print(
-            f"\n[bold]{escape(panel_name)}[/] {escape(f'[{panel_id}]')} "
-            f"{verdict}: {escape(str(verdict_detail))}"
+            f"{escape(str(panel['panel_id']))} excludes {len(excluded)} "
+            f"reader{'s' if len(excluded) > 1 else ''} not covering every row: "
+            f"{escape(listed)}"
         )
-        print_table(
-            [
-                "reader",
-                "family",
-                "raw mean",
-                "compressed mean",
-                "gain",
-                "rescue share",
-                "damage share",
-            ],
-            by_panel.get(panel_id, []),
-        )
+
+
+def _print_detail(
+    panel: dict[str, Any],
+    rows: list[tuple[Any, ...]],
+    excluded: list[dict[str, Any]],
+) -> None:
+    bracketed_id = f"[{panel['panel_id']}]"
+    console.print(
+        f"\n[bold]{escape(panel['panel_name'])}[/] {escape(bracketed_id)} "
+        f"{panel['verdict']}: {escape(str(panel['verdict_detail']))}"
+    )
+    print_table(
+        [
+            "reader",
+            "family",
+            "raw mean",
+            "compressed mean",
+            "gain",
+            "rescue share",
+            "damage share",
+        ],
+        rows,
+    )
+    _print_excluded(panel, excluded)
 
 
 def _require_marts(con: Any) -> None:
     found = con.execute(
         "select count(*) from information_schema.tables "
         "where table_schema = 'marts' and table_name in "
-        "('dim_panels', 'panel_readers', 'transition_summaries')"
+        "('dim_panels', 'fct_panel_readers', 'fct_panel_memberships', "
+        "'fct_reader_transitions', 'fct_panel_transitions')"
     ).fetchone()[0]
-    if found < 3:
+    if found < 5:
         raise WarehouseError(
             "the warehouse has no panel marts yet; run `ragledger build` first"
         )

@@ -114,12 +114,16 @@ def test_replay_audit_on_the_bundled_run_prints_a_report(example_dir):
     assert "observed pair comparison" in result.output
 
 
-def test_several_metrics_need_a_choice(example_dir):
+def test_several_metrics_default_to_the_first_and_say_so(example_dir):
+    """Issue 11: --metric is optional; the file's first metric (ragscale's order)
+    is audited and the command names it and the others."""
     result = CliRunner().invoke(
         main, ["replay-audit", "--input", str(example_dir / "paired_scores.csv"), *FAST]
     )
-    assert result.exit_code == 1
-    assert "several metrics" in result.output and "token_f1" in result.output
+    assert result.exit_code == 0, result.output
+    assert "auditing exact_match, the first in the file" in result.stderr
+    assert "token_f1" in result.stderr and "--metric" in result.stderr
+    assert "| exact_match |" in result.output
 
 
 def test_records_jsonl_reads_the_same(tmp_path, example_dir):

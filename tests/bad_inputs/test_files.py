@@ -366,3 +366,29 @@ def test_clean_files_still_load(cli, fingerprint_of, db, folder):
     assert result.exit_code == 0, result.output
     assert "already loaded" in result.output
     assert fingerprint_of(db) == before
+
+
+def test_replay_audit_on_a_records_jsonl_with_bad_bytes_or_json(refused, folder):
+    path = records_jsonl(folder)
+    lines = path.read_bytes().splitlines(keepends=True)
+    bad_bytes = folder / "bytes.jsonl"
+    bad_bytes.write_bytes(
+        b"".join([*lines[:5], b'{"question": "caf\xe9"}\n', *lines[5:]])
+    )
+    refused(
+        "replay-audit",
+        "--input",
+        str(bad_bytes),
+        where=f"{bad_bytes}:6",
+        field="column 'question'",
+        pattern="not valid UTF-8",
+    )
+    bad_json = folder / "json.jsonl"
+    bad_json.write_bytes(b"".join([*lines[:5], b"{bad json\n", *lines[5:]]))
+    refused(
+        "replay-audit",
+        "--input",
+        str(bad_json),
+        where=f"{bad_json}:6",
+        pattern="not valid JSON",
+    )

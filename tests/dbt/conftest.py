@@ -187,6 +187,12 @@ def add_toy_panels(con) -> None:
             )
 
     # unverified: released-matrix rows, release toy, dataset nq
+    con.execute(
+        "insert into raw.matrix_releases (release, file_sha256, file_name, row_count, "
+        "loaded_at) "
+        "values ('toy', ?, 'toy_matrix.csv', 12, now())",
+        [TOY_FILE],
+    )
     matrix = {
         ("acme/r1", "raw-all"): (1, 0, 1),
         ("acme/r1", "recomp"): (1, 1, 0),

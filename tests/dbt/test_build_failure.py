@@ -24,11 +24,13 @@ MARTS = (
     "fct_outcomes",
     "fct_paired_outcomes",
     "dim_panels",
-    "panel_readers",
-    "panel_rows",
-    "panel_cells",
-    "reader_summaries",
-    "transition_summaries",
+    "fct_panel_readers",
+    "fct_panel_rows",
+    "fct_panel_cells",
+    "fct_panel_memberships",
+    "fct_reader_transitions",
+    "fct_panel_transitions",
+    "fct_selection_metrics",
 )
 LLAMA = "meta-llama/llama-3.3-70b-instruct"
 WRONG_HASH = "sha256:" + "1" * 64
@@ -112,7 +114,7 @@ def test_failure_names_panels_and_items(failed):
 
 def test_failure_names_the_artifact_whose_hash_is_wrong(failed):
     result, _, _ = failed
-    assert "FAIL is_sha256_of_text_stg_generation__artifacts" in result.output
+    assert "FAIL is_sha256_of_text_stg_ragledger__artifacts" in result.output
     assert f"stored_hash={WRONG_HASH}" in result.output
 
 

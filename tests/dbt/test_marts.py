@@ -19,7 +19,8 @@ RAGSCALE_COMPRESSOR = "llm-summary:qwen/qwen3-14b"
 
 def panel(marts, dataset_id: str, metric: str) -> dict:
     cursor = marts.execute(
-        "select * from marts.dim_panels where dataset_id = ? and metric = ?",
+        "select * from marts.dim_panels where dataset_id = ? and metric = ? "
+        "and panel_kind = 'primary'",
         [dataset_id, metric],
     )
     rows = cursor.fetchall()
@@ -30,17 +31,26 @@ def panel(marts, dataset_id: str, metric: str) -> dict:
 def readers(marts, panel_id: str) -> dict[str, tuple]:
     rows = marts.execute(
         "select reader_id, reader_family, row_count, raw_mean, compressed_mean, gain "
-        "from marts.panel_readers where panel_id = ?",
+        "from marts.fct_panel_readers where panel_id = ?",
         [panel_id],
     ).fetchall()
     return {row[0]: row[1:] for row in rows}
 
 
+POOLED = "(pooled)"
+
+
 def transitions(marts, panel_id: str) -> dict[str, tuple]:
+    """Per reader, and the pooled row under POOLED (fct_panel_transitions)."""
     rows = marts.execute(
-        "select reader_id, cells, raw_correct_cells, rescued, damaged, rescue_share, "
-        "damage_share from marts.transition_summaries where panel_id = ?",
-        [panel_id],
+        "select reader_id, cell_count, raw_correct_count, rescued_count, "
+        "damaged_count, rescue_share, damage_share "
+        "from marts.fct_reader_transitions where panel_id = ? "
+        "union all "
+        "select '(pooled)', cell_count, raw_correct_count, rescued_count, "
+        "damaged_count, rescue_share, damage_share "
+        "from marts.fct_panel_transitions where panel_id = ?",
+        [panel_id, panel_id],
     ).fetchall()
     return {row[0]: row[1:] for row in rows}
 
@@ -180,7 +190,8 @@ def test_verified_toy_panel_footprint_and_families(marts):
         "every reader received the same artifact hash on all 2 rows"
     )
     cells = marts.execute(
-        "select reader_id, item_id from marts.panel_cells where panel_id = ? order by all",
+        "select reader_id, item_id from marts.fct_panel_cells where panel_id = ? "
+        "order by all",
         [found["panel_id"]],
     ).fetchall()
     # beta's i3 call errored, so i3 leaves the footprint for both readers
@@ -191,8 +202,8 @@ def test_verified_toy_panel_footprint_and_families(marts):
         ("beta/model-b", "i2"),
     ]
     rows = marts.execute(
-        "select item_id, compressed_artifact_hash, distinct_artifact_hashes, "
-        "artifact_identity, question_type from marts.panel_rows "
+        "select item_id, compressed_artifact_hash, distinct_artifact_hash_count, "
+        "artifact_identity, question_type from marts.fct_panel_rows "
         "where panel_id = ? order by item_id",
         [found["panel_id"]],
     ).fetchall()
@@ -212,7 +223,7 @@ def test_verified_toy_panel_means_and_transitions(marts):
     assert transitions(marts, panel_id) == {
         "alpha/model-a": (2, 1, 1, 0, 0.5, 0.0),
         "beta/model-b": (2, 1, 0, 1, 0.0, 1.0),
-        "__pooled__": (4, 2, 1, 1, 0.25, 0.5),
+        POOLED: (4, 2, 1, 1, 0.25, 0.5),
     }
     labels = marts.execute(
         "select reader_id, item_id, transition_type from marts.fct_paired_outcomes "
@@ -265,7 +276,7 @@ def test_unverified_matrix_panel(marts):
     shares = transitions(marts, found["panel_id"])
     assert shares["acme/r1"] == pytest.approx((3, 2, 1, 1, 1 / 3, 1 / 2))
     assert shares["zen/r2"] == pytest.approx((3, 1, 1, 0, 1 / 3, 0.0))
-    assert shares["__pooled__"] == pytest.approx((6, 3, 2, 1, 1 / 3, 1 / 3))
+    assert shares[POOLED] == pytest.approx((6, 3, 2, 1, 1 / 3, 1 / 3))
     # our labels agree with the labels the matrix published
     disagreeing = marts.execute(
         "select count(*) from marts.fct_paired_outcomes where source = 'matrix' "
@@ -279,8 +290,9 @@ def test_violated_toy_panel(marts):
     assert found["verdict"] == "violated"
     assert found["verdict_detail"] == "1 of 2 rows differ across readers; first: v2"
     rows = marts.execute(
-        "select item_id, compressed_artifact_hash is null, distinct_artifact_hashes, "
-        "artifact_identity from marts.panel_rows where panel_id = ? order by item_id",
+        "select item_id, compressed_artifact_hash is null, "
+        "distinct_artifact_hash_count, artifact_identity from marts.fct_panel_rows "
+        "where panel_id = ? order by item_id",
         [found["panel_id"]],
     ).fetchall()
     assert rows == [("v1", False, 1, "identical"), ("v2", True, 2, "mismatched")]
@@ -289,7 +301,7 @@ def test_violated_toy_panel(marts):
 def test_panel_ids_are_md5_prefixes_of_the_key(marts):
     rows = marts.execute(
         "select panel_id, dataset_id, metric, raw_policy_id, compressed_policy_id, "
-        "budget_tokens, seed from marts.dim_panels"
+        "budget_tokens, seed from marts.dim_panels where panel_kind = 'primary'"
     ).fetchall()
     for panel_id, *key in rows:
         joined = "|".join(str(part) for part in key)

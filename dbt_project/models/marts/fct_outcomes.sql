@@ -36,7 +36,8 @@ final as (
         prompt_tokens,
         evidence_tokens,
         status,
-        question_type
+        question_type,
+        loaded_at
     from outcomes
 
 )

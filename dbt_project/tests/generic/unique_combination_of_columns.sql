@@ -10,9 +10,7 @@ with
 validation as (
 
     select
-        {% for column in combination_of_columns -%}
-        {{ column }},
-        {% endfor -%}
+        {{ combination_of_columns | join(', ') }},
         count(*) as occurrences
 
     from {{ model }}
@@ -26,9 +24,7 @@ validation_errors as (
     from validation
     where
         occurrences > 1
-        {% for column in combination_of_columns -%}
-        or {{ column }} is null
-        {% endfor %}
+        or {{ combination_of_columns | join(' is null or ') }} is null
 
 )
 

@@ -7,8 +7,11 @@ with
 
 matrix_rows as (
 
-    select dataset_id, policy_id, source_transition_type
-    from {{ ref('stg_ingest__matrix_rows') }}
+    select
+        dataset_id,
+        policy_id,
+        source_transition_type
+    from {{ ref('stg_matrix__rows') }}
 
 ),
 
@@ -21,7 +24,7 @@ policies_classified as (
             when bool_and(source_transition_type is null) then 'raw'
             else 'compressor'
         end as policy_kind,
-        count(*) as matrix_rows
+        count(*) as matrix_row_count
     from matrix_rows
     group by dataset_id, policy_id
 

@@ -12,6 +12,14 @@
 #}
 with
 
+generations_unioned as (
+
+    select * from {{ ref('stg_ragscale__generations') }}
+    union all
+    select * from {{ ref('stg_ragledger__generations') }}
+
+),
+
 generations as (
 
     select
@@ -27,23 +35,37 @@ generations as (
         prompt_tokens,
         generation_status,
         created_at
-    from {{ ref('stg_generation__generations') }}
+    from generations_unioned
     where generation_status in ('ok', 'empty')
+
+),
+
+scores_unioned as (
+
+    select * from {{ ref('stg_ragscale__scores') }}
+    union all
+    select * from {{ ref('stg_ragledger__scores') }}
 
 ),
 
 scores as (
 
-    select generation_id, metric, score, scorer_version
-    from {{ ref('stg_generation__scores') }}
+    select
+        generation_id,
+        metric,
+        score,
+        scorer_version
+    from scores_unioned
     where score_status = 'ok' and score is not null
 
 ),
 
 policies as (
 
-    select policy_id, policy_kind
-    from {{ ref('stg_generation__policies') }}
+    select
+        policy_id,
+        policy_kind
+    from {{ ref('stg_ragledger__policies') }}
 
 ),
 
@@ -61,29 +83,48 @@ matrix_rows as (
         answer,
         evidence_tokens,
         question_type,
-        source_transition_type
-    from {{ ref('stg_ingest__matrix_rows') }}
+        source_transition_type,
+        matrix_release
+    from {{ ref('stg_matrix__rows') }}
+
+),
+
+matrix_releases as (
+
+    select
+        matrix_release,
+        loaded_at
+    from {{ ref('stg_matrix__releases') }}
 
 ),
 
 matrix_policies as (
 
-    select dataset_id, policy_id, policy_kind
+    select
+        dataset_id,
+        policy_id,
+        policy_kind
     from {{ ref('int_matrix_policies_classified') }}
 
 ),
 
 readers as (
 
-    select reader_id, reader_family
+    select
+        reader_id,
+        reader_family
     from {{ ref('int_readers_resolved_to_families') }}
 
 ),
 
 items as (
 
-    select dataset_id, item_id, question_type, item_metadata_json
-    from {{ ref('stg_ingest__items') }}
+    select
+        dataset_id,
+        item_id,
+        question_type,
+        item_metadata_json
+    from {{ ref('stg_benchmarks__items') }}
 
 ),
 
@@ -108,7 +149,8 @@ generation_outcomes as (
         cast(null as double) as evidence_tokens,
         generations.generation_status as status,
         cast(null as varchar) as source_question_type,
-        cast(null as varchar) as source_transition_type
+        cast(null as varchar) as source_transition_type,
+        generations.created_at as loaded_at
     from generations
     inner join scores
         on generations.generation_id = scores.generation_id
@@ -149,12 +191,15 @@ matrix_outcomes as (
         matrix_rows.evidence_tokens,
         'ok' as status,
         matrix_rows.question_type as source_question_type,
-        matrix_rows.source_transition_type
+        matrix_rows.source_transition_type,
+        matrix_releases.loaded_at
     from matrix_rows
     inner join matrix_policies
         on
             matrix_rows.dataset_id = matrix_policies.dataset_id
             and matrix_rows.policy_id = matrix_policies.policy_id
+    left join matrix_releases
+        on matrix_rows.matrix_release = matrix_releases.matrix_release
 
 ),
 
@@ -221,7 +266,8 @@ outcomes_keyed as (
         status,
         question_type,
         item_metadata_json,
-        source_transition_type
+        source_transition_type,
+        loaded_at
     from outcomes_joined_to_readers_and_items
 
 )

@@ -1,8 +1,8 @@
 {#
     The exact footprint of every panel, one row per panel_id x reader_id x
-    item_id. A panel's readers are every reader with a paired outcome in its
-    key; its rows are the items every one of those readers covers (the
-    intersection; nothing is imputed).
+    item_id: the panel's member readers (int_panel_memberships) crossed with
+    its rows (int_panels_defined). Nothing is imputed: a member covers every
+    row by definition.
 #}
 with
 
@@ -12,40 +12,69 @@ paired_outcomes as (
 
 ),
 
-panel_reader_counts as (
+panel_rows as (
 
-    select panel_id, count(distinct reader_id) as panel_readers
-    from paired_outcomes
-    group by panel_id
-
-),
-
-item_reader_counts as (
-
-    select panel_id, item_id, count(distinct reader_id) as covering_readers
-    from paired_outcomes
-    group by panel_id, item_id
+    select
+        panel_id,
+        panel_name,
+        panel_key_id,
+        panel_kind,
+        panel_definition_name,
+        item_id
+    from {{ ref('int_panels_defined') }}
 
 ),
 
-footprint_items as (
+members as (
 
-    select item_reader_counts.panel_id, item_reader_counts.item_id
-    from item_reader_counts
-    inner join panel_reader_counts
-        on item_reader_counts.panel_id = panel_reader_counts.panel_id
-    where item_reader_counts.covering_readers = panel_reader_counts.panel_readers
+    select
+        panel_id,
+        reader_id
+    from {{ ref('int_panel_memberships') }}
+    where membership = 'member'
 
 ),
 
 cells_in_footprint as (
 
-    select paired_outcomes.*
-    from paired_outcomes
-    inner join footprint_items
+    select
+        panel_rows.panel_id,
+        panel_rows.panel_name,
+        panel_rows.panel_key_id,
+        panel_rows.panel_kind,
+        panel_rows.panel_definition_name,
+        paired_outcomes.source,
+        paired_outcomes.dataset_id,
+        paired_outcomes.item_id,
+        paired_outcomes.reader_id,
+        paired_outcomes.reader_family,
+        paired_outcomes.metric,
+        paired_outcomes.seed,
+        paired_outcomes.raw_policy_id,
+        paired_outcomes.compressed_policy_id,
+        paired_outcomes.budget_tokens,
+        paired_outcomes.raw_score,
+        paired_outcomes.compressed_score,
+        paired_outcomes.is_binary_metric,
+        paired_outcomes.raw_evidence_hash,
+        paired_outcomes.compressed_artifact_hash,
+        paired_outcomes.raw_answer,
+        paired_outcomes.compressed_answer,
+        paired_outcomes.raw_prompt_tokens,
+        paired_outcomes.compressed_prompt_tokens,
+        paired_outcomes.question_type,
+        paired_outcomes.item_metadata_json,
+        paired_outcomes.source_transition_type,
+        paired_outcomes.transition_type
+    from panel_rows
+    inner join paired_outcomes
         on
-            paired_outcomes.panel_id = footprint_items.panel_id
-            and paired_outcomes.item_id = footprint_items.item_id
+            panel_rows.panel_key_id = paired_outcomes.panel_id
+            and panel_rows.item_id = paired_outcomes.item_id
+    inner join members
+        on
+            panel_rows.panel_id = members.panel_id
+            and paired_outcomes.reader_id = members.reader_id
 
 )
 

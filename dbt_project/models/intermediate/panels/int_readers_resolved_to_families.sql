@@ -5,6 +5,22 @@
 #}
 with
 
+readers_unioned_across_sources as (
+
+    select
+        reader_id,
+        reader_model,
+        declared_family
+    from {{ ref('stg_ragscale__readers') }}
+    union all
+    select
+        reader_id,
+        reader_model,
+        declared_family
+    from {{ ref('stg_ragledger__readers') }}
+
+),
+
 readers as (
 
     select
@@ -12,7 +28,7 @@ readers as (
         reader_model,
         nullif(declared_family, '') as declared_family,
         1 as source_rank
-    from {{ ref('stg_generation__readers') }}
+    from readers_unioned_across_sources
 
 ),
 
@@ -23,7 +39,7 @@ matrix_readers as (
         reader_id as reader_model,
         cast(null as varchar) as declared_family,
         2 as source_rank
-    from {{ ref('stg_ingest__matrix_rows') }}
+    from {{ ref('stg_matrix__rows') }}
 
 ),
 
@@ -33,13 +49,15 @@ reader_families as (
         reader_model,
         nullif(reader_family, '') as reader_family,
         family_source
-    from {{ ref('stg_ingest__reader_families') }}
+    from {{ ref('stg_ragledger__reader_families') }}
 
 ),
 
 user_families as (
 
-    select reader_model, reader_family
+    select
+        reader_model,
+        reader_family
     from reader_families
     where family_source = 'user'
 
@@ -47,7 +65,9 @@ user_families as (
 
 default_families as (
 
-    select reader_model, reader_family
+    select
+        reader_model,
+        reader_family
     from reader_families
     where family_source = 'default'
 

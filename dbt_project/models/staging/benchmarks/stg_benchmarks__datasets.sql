@@ -2,7 +2,7 @@ with
 
 source as (
 
-    select * from {{ source('ingest', 'datasets') }}
+    select * from {{ source('benchmarks', 'datasets') }}
 
 ),
 

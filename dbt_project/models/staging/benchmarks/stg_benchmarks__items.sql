@@ -2,7 +2,7 @@ with
 
 source as (
 
-    select * from {{ source('ingest', 'items') }}
+    select * from {{ source('benchmarks', 'items') }}
 
 ),
 

@@ -6,7 +6,7 @@ with
 
 source as (
 
-    select * from {{ source('ingest', 'matrix_rows') }}
+    select * from {{ source('matrix', 'matrix_rows') }}
 
 ),
 

@@ -2,7 +2,7 @@ with
 
 source as (
 
-    select * from {{ source('generation', 'artifact_compilations') }}
+    select * from {{ source('ragledger', 'artifact_compilations') }}
 
 ),
 

@@ -2,7 +2,7 @@ with
 
 source as (
 
-    select * from {{ source('generation', 'artifacts') }}
+    select * from {{ source('ragledger', 'artifacts') }}
 
 ),
 

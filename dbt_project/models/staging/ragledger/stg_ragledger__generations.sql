@@ -1,8 +1,12 @@
+{#
+    ragledger's own reader calls (`ragledger replay`): the generations that
+    were not imported from a file (no source_file_sha256).
+#}
 with
 
 source as (
 
-    select * from {{ source('generation', 'generations') }}
+    select * from {{ source('ragledger', 'generations') }}
 
 ),
 
@@ -44,6 +48,7 @@ renamed as (
         created_at
 
     from source
+    where source_file_sha256 is null
 
 )
 

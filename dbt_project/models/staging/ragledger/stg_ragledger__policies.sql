@@ -2,7 +2,7 @@ with
 
 source as (
 
-    select * from {{ source('generation', 'policies') }}
+    select * from {{ source('ragledger', 'policies') }}
 
 ),
 

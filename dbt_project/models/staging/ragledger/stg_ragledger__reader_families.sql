@@ -2,7 +2,7 @@ with
 
 source as (
 
-    select * from {{ source('ingest', 'reader_families') }}
+    select * from {{ source('ragledger', 'reader_families') }}
 
 ),
 

@@ -1,8 +1,9 @@
+{# Readers configured for ragledger's own replays. #}
 with
 
 source as (
 
-    select * from {{ source('generation', 'readers') }}
+    select * from {{ source('ragledger', 'readers') }}
 
 ),
 
@@ -26,6 +27,7 @@ renamed as (
         created_at
 
     from source
+    where backend <> 'ragscale-import'
 
 )
 

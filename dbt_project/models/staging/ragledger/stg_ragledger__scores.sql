@@ -1,8 +1,12 @@
+{#
+    Scores ragledger computed itself (replayed answers, judges), also on
+    imported answers: no source file.
+#}
 with
 
 source as (
 
-    select * from {{ source('generation', 'scores') }}
+    select * from {{ source('ragledger', 'scores') }}
 
 ),
 
@@ -26,6 +30,7 @@ renamed as (
         created_at
 
     from source
+    where source_file_sha256 is null
 
 )
 

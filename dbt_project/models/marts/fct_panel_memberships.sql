@@ -1,0 +1,28 @@
+{#
+    One row per panel_id x candidate reader: each reader of the panel's key
+    (or named by a declared panel), whether it is a member (covers every row
+    of the panel) or excluded, and how many of the panel's rows it covers.
+#}
+with
+
+memberships as (
+
+    select * from {{ ref('int_panel_memberships') }}
+
+),
+
+final as (
+
+    select
+        panel_id,
+        reader_id,
+        reader_family,
+        membership,
+        covered_row_count,
+        row_count,
+        coverage_share
+    from memberships
+
+)
+
+select * from final

@@ -227,13 +227,14 @@ def retention_bootstrap(
     keep = d_raw >= gap
     rho = d_comp[keep] / d_raw[keep]
     full_weak, full_strong = int(np.argmin(raw.mean(1))), int(np.argmax(raw.mean(1)))
-    same = (
-        float(np.mean((weak == full_weak) & (strong == full_strong)))
-        if draws
-        else float("nan")
-    )
+    same_pair = (weak == full_weak) & (strong == full_strong)
+    same = float(np.mean(same_pair[keep])) if keep.any() else float("nan")
     interval = percentile_interval(rho, level)
     reasons = dict(point.reasons)
+    if not keep.any():
+        reasons["same_pair_share"] = (
+            "no draw kept a raw endpoint gap at or above the minimum"
+        )
     if point.reasons.get("retention"):
         reasons["estimate"] = point.reasons["retention"]
     if not interval.defined:

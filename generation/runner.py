@@ -27,6 +27,7 @@ from typing import Any
 
 import duckdb
 
+from generation import scoring
 from generation.backends import Backend
 from generation.backends.retry import (
     DEFAULT_RETRY,
@@ -37,10 +38,7 @@ from generation.backends.retry import (
 from generation.readers import ReaderSpec
 from generation.scoring import (
     DEFAULT_METRICS,
-    LABEL_VERSION,
     SCORERS,
-    babilong_label,
-    lexical_scores,
 )
 from warehouse import transaction
 from warehouse.errors import WarehouseError
@@ -706,16 +704,17 @@ SCORE_COLUMNS = (
 def score_answer(
     answer: str, row: EvidenceRow, metrics: Sequence[str], benchmark: str | None
 ) -> dict[str, tuple[float, str]]:
-    """``{metric: (score, scorer_version)}`` for one answer."""
-    lexical = [metric for metric in metrics if metric != "label"]
-    scores = lexical_scores(answer, row.references, lexical)
-    if "label" in metrics:
-        task = str(row.metadata.get("task") or row.question_type or "")
-        scores["label"] = (
-            babilong_label(answer, row.references[0], row.question, task),
-            LABEL_VERSION,
-        )
-    return scores
+    """``{metric: (score, scorer_version)}`` for one answer, by the dataset's
+    benchmark scorer (:mod:`generation.scorers`)."""
+    return scoring.score_answer(
+        answer,
+        row.references,
+        metrics,
+        benchmark=benchmark,
+        question=row.question,
+        question_type=row.question_type,
+        metadata=row.metadata,
+    )
 
 
 def _metrics_for(benchmark: str | None, metrics: Sequence[str]) -> tuple[str, ...]:

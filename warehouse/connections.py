@@ -36,6 +36,7 @@ __all__ = [
     "current_snapshot",
     "default_database_path",
     "location_of",
+    "pin",
     "transaction",
 ]
 
@@ -43,6 +44,7 @@ __all__ = [
 #: republishes their snapshot file when a command ends).
 COMMITTED: set[Location] = set()
 _TEMP_LAKES: dict[str, Location] = {}
+_LOCATIONS: dict[str, Location] = {}
 
 
 def _memory_location() -> Location:
@@ -71,6 +73,9 @@ def connect(
     """
     if isinstance(path, Location):
         location = path
+        if at is None and read_only:
+            at = location.snapshot
+        location = location.pinned(None)
     elif path is not None and str(path) == ":memory:":
         location = _memory_location()
     else:
@@ -88,6 +93,7 @@ def connect(
         con.close()
         raise
     con.execute(f"set variable ragledger_lake_root = '{_sql(str(location.root))}'")
+    _LOCATIONS[str(location.root)] = location
     if migrate and not read_only and at is None:
         from warehouse.schema import migrate as apply_migrations
 
@@ -142,7 +148,23 @@ def location_of(con: duckdb.DuckDBPyConnection) -> Location:
     root = con.execute("select getvariable('ragledger_lake_root')").fetchone()[0]
     if root is None:
         raise WarehouseError("not a ragledger warehouse connection")
-    return _TEMP_LAKES.get(root) or resolve(Path(root))
+    return _TEMP_LAKES.get(root) or _LOCATIONS.get(root) or resolve(Path(root))
+
+
+def pin(path: str | Path | Location | None, at: int | None = None) -> Location:
+    """The warehouse at ``path`` pinned to snapshot ``at`` (default: the current one).
+
+    Every reader opened on the result sees that one snapshot, so a job that reads
+    several times (an audit) reads one committed state.
+    """
+    location = resolve(path)
+    if at is None:
+        con = connect(location, read_only=True)
+        try:
+            at = current_snapshot(con)
+        finally:
+            con.close()
+    return location.pinned(at)
 
 
 def current_snapshot(con: duckdb.DuckDBPyConnection) -> int:

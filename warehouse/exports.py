@@ -151,5 +151,3 @@ def _sha256(path: Path) -> str:
 
 def _sql(text: str) -> str:
     return text.replace("'", "''")
-
-

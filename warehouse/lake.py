@@ -62,6 +62,14 @@ class Location:
     snapshot_file: Path  # the published plain .duckdb snapshot
     catalog: str  # DuckLake metadata: "sqlite:/abs/catalog.sqlite" or "postgres:..."
     data_path: str  # where Parquet data files go (ends with "/")
+    #: a snapshot id readers of this location are pinned to (None: the latest)
+    snapshot: int | None = None
+
+    def pinned(self, snapshot: int | None) -> Location:
+        """The same lake, read as of ``snapshot`` (None: the latest)."""
+        return Location(
+            self.root, self.snapshot_file, self.catalog, self.data_path, snapshot
+        )
 
     @property
     def uses_sqlite(self) -> bool:
@@ -108,8 +116,10 @@ def default_database_path() -> Path:
     return REPO_ROOT / "data" / "warehouse.duckdb"
 
 
-def resolve(path: str | Path | None = None) -> Location:
+def resolve(path: str | Path | Location | None = None) -> Location:
     """The :class:`Location` that ``path`` (``--db``) names."""
+    if isinstance(path, Location):
+        return path
     target = Path(path).expanduser() if path is not None else default_database_path()
     target = target.absolute()
     if target.suffix == ".lake":

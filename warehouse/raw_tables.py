@@ -176,6 +176,13 @@ TABLES: dict[str, RawTable] = {
             "append",
             "loaded_at",
         ),
+        RawTable(
+            "raw.score_versions",
+            ("generation_id", "metric", "scorer_version"),
+            "replace",
+            "created_at",
+            allowed={"status": ("ok", "error")},
+        ),
         RawTable("analysis.audits", ("audit_id",), "replace"),
         RawTable("analysis.statistics", ("audit_id", "statistic"), "replace"),
         RawTable("analysis.reader_results", ("audit_id", "reader_id"), "replace"),

@@ -1,0 +1,50 @@
+with
+
+source as (
+
+    select * from {{ source('generation', 'generations') }}
+
+),
+
+renamed as (
+
+    select
+        ---------- ids
+        generation_id,
+        run_id,
+        dataset_id,
+        item_id,
+        reader_id,
+        policy_id,
+        evidence_hash,
+        prompt_hash,
+        params_hash,
+        response_id,
+        source_file_sha256,
+
+        ---------- strings
+        answer,
+        provider,
+        finish_reason,
+        status as generation_status,
+        error as error_message,
+        metadata_json,
+
+        ---------- numerics
+        budget_tokens,
+        seed,
+        prompt_tokens,
+        completion_tokens,
+        total_tokens,
+        latency_ms,
+        cost_usd,
+        attempts,
+
+        ---------- timestamps
+        created_at
+
+    from source
+
+)
+
+select * from renamed

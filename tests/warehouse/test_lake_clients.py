@@ -1,0 +1,184 @@
+"""Outside clients reach the warehouse: the DuckDB 1.x CLI, ibis and duckdb-engine.
+
+The published snapshot file must open in the ``duckdb`` CLI from the registry
+(``duckdb-cli`` 1.5.x, a newer 1.x than the engine that wrote it) read-only and
+list every mart; ibis lists tables on the lake and on the file; SQLAlchemy's
+inspector (duckdb-engine) lists schemas, tables and columns on both.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.warehouse.lake_support import cli_env, outside_connection, ragledger
+
+DUCKDB_CLI = Path(sys.executable).with_name("duckdb")
+
+
+@pytest.fixture(scope="module")
+def lake(built_template):
+    return built_template
+
+
+@pytest.fixture(scope="module")
+def marts(lake) -> set[str]:
+    con = outside_connection(lake)
+    try:
+        names = {
+            name
+            for (name,) in con.execute(
+                "select table_name from duckdb_tables() where database_name = 'lake' "
+                "and schema_name = 'marts'"
+            ).fetchall()
+        }
+    finally:
+        con.close()
+    assert {"fct_outcomes", "dim_panels", "panel_cells"} <= names
+    return names
+
+
+@pytest.fixture(scope="module")
+def recipes(lake) -> dict:
+    return json.loads(ragledger(lake, "connect", "--json").stdout)
+
+
+def test_duckdb_cli_opens_the_snapshot_file_and_lists_every_mart(lake, marts, recipes):
+    if not DUCKDB_CLI.exists():
+        pytest.fail(f"{DUCKDB_CLI} missing: pip install duckdb-cli (a dev dependency)")
+    version = subprocess.run(
+        [str(DUCKDB_CLI), "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    assert version.startswith("v1."), version
+    snapshot = Path(recipes["snapshot_file"])
+    assert snapshot == lake
+    done = subprocess.run(
+        [
+            str(DUCKDB_CLI),
+            "-readonly",
+            "-csv",
+            "-noheader",
+            str(snapshot),
+            "-c",
+            "select table_name from duckdb_tables() where schema_name = 'marts' "
+            "order by 1",
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert set(done.stdout.split()) == marts
+    # and reads one
+    rows = subprocess.run(
+        [str(DUCKDB_CLI), "-readonly", "-csv", "-noheader", str(snapshot), "-c",
+         "select count(*) from marts.fct_outcomes"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    con = outside_connection(lake)
+    try:
+        expected = con.execute("select count(*) from marts.fct_outcomes").fetchone()[0]
+    finally:
+        con.close()
+    assert int(rows) == expected
+
+
+def test_ibis_lists_tables_on_the_lake_and_on_the_snapshot_file(lake, marts, recipes):
+    import ibis
+
+    from warehouse.readers import ibis_connection
+
+    backend = ibis_connection(lake)
+    try:
+        assert set(backend.list_tables(database=("lake", "marts"))) == marts
+        assert "matrix_rows" in backend.list_tables(database=("lake", "raw"))
+    finally:
+        backend.disconnect()
+
+    namespace: dict = {}
+    exec(recipes["ibis"], namespace)  # noqa: S102 - the snippet users paste
+    recipe = namespace["con"]
+    try:
+        assert set(recipe.list_tables(database=("lake", "marts"))) == marts
+        assert recipe.table("fct_outcomes", database=("lake", "marts")).count().execute() > 0
+    finally:
+        recipe.disconnect()
+
+    snapshot = ibis.duckdb.connect(recipes["snapshot_file"], read_only=True)
+    try:
+        assert set(snapshot.list_tables(database="marts")) == marts
+    finally:
+        snapshot.disconnect()
+
+
+def _inspect(engine, schema: str) -> tuple[list[str], list[str], list[str]]:
+    import sqlalchemy
+
+    inspector = sqlalchemy.inspect(engine)
+    schemas = inspector.get_schema_names()
+    tables = inspector.get_table_names(schema=schema)
+    columns = [column["name"] for column in inspector.get_columns("fct_outcomes", schema=schema)]
+    return schemas, tables, columns
+
+
+def _outcome_columns(lake) -> list[str]:
+    con = outside_connection(lake)
+    try:
+        return [
+            name
+            for (name,) in con.execute(
+                "select column_name from duckdb_columns() where database_name = 'lake' "
+                "and schema_name = 'marts' and table_name = 'fct_outcomes' "
+                "order by column_index"
+            ).fetchall()
+        ]
+    finally:
+        con.close()
+
+
+def test_duckdb_engine_inspects_the_snapshot_file(lake, marts, recipes):
+    import sqlalchemy
+
+    spec = recipes["sqlalchemy"]
+    engine = sqlalchemy.create_engine(
+        spec["snapshot_url"], connect_args=spec["snapshot_connect_args"]
+    )
+    try:
+        schemas, tables, columns = _inspect(engine, "marts")
+    finally:
+        engine.dispose()
+    assert {"raw", "marts", "analysis"} <= {name.split(".")[-1] for name in schemas}
+    assert set(tables) == marts
+    assert columns == _outcome_columns(lake)
+
+
+def test_duckdb_engine_inspects_the_lake(lake, marts, recipes):
+    import sqlalchemy
+    from sqlalchemy import event
+
+    spec = recipes["sqlalchemy"]
+    engine = sqlalchemy.create_engine(spec["url"], connect_args=spec["connect_args"])
+
+    @event.listens_for(engine, "connect")
+    def on_connect(dbapi_connection, _record):
+        cursor = dbapi_connection.cursor()
+        for statement in spec["on_connect"]:
+            cursor.execute(statement)
+        cursor.close()
+
+    try:
+        schemas, tables, columns = _inspect(engine, "lake.marts")
+        with engine.connect() as connection:
+            count = connection.execute(
+                sqlalchemy.text("select count(*) from marts.fct_outcomes")
+            ).scalar()
+    finally:
+        engine.dispose()
+    assert {"lake.raw", "lake.marts"} <= set(schemas) or {"raw", "marts"} <= set(schemas)
+    assert set(tables) == marts
+    assert columns == _outcome_columns(lake)
+    assert count > 0

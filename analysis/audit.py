@@ -326,16 +326,35 @@ def audit_warehouse(
     selection_draws: int = 2000,
     selection_seed: int = 5768,
     snapshot_id: int | None = None,
+    at: int | None = None,
+    declared: Sequence[str] = (),
     progress: Progress = NULL_PROGRESS,
 ) -> AuditRun:
     """Read panels (read-only), audit them, then write ``analysis.*`` in one transaction.
 
     With ``current`` and ``candidate`` each panel holding both readers also gets
     the declared pair (``PanelAudit.declared_pairs`` and the run's ``pairs``).
-    ``snapshot_id`` is recorded on every ``analysis.audits`` row written.
+    Every read is pinned to one lake snapshot (``at``, default the current one),
+    which is recorded on every ``analysis.audits`` row written (``snapshot_id``
+    overrides it). ``declared`` names panels declared with ``ragledger panels
+    define``; their built panels join ``panels``.
     """
-    from analysis.panel import list_panels, read_panel
-    from warehouse import WarehouseError, connect
+    from analysis.panel import declared_panels, list_panels, read_panel
+    from warehouse import WarehouseError, connect, pin
+
+    location = pin(path, at)
+    path = location
+    if snapshot_id is None:
+        snapshot_id = location.snapshot
+    if declared:
+        panels = [
+            *panels,
+            *(
+                row["panel_id"]
+                for name in declared
+                for row in declared_panels(location, name)
+            ),
+        ]
 
     s = settings or AuditSettings()
     if (current is None) != (candidate is None):

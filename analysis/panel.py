@@ -1,7 +1,10 @@
 """One panel as arrays: ``RAW[m, n]``, ``COMP[m, n]``, families and token counts.
 
 :func:`read_panel` reads ``marts.dim_panels`` and ``marts.fct_panel_cells`` through
-``ibis.duckdb.connect(path, read_only=True)`` and materialises them once with
+an ibis connection the warehouse layer opens (:func:`warehouse.readers.ibis_connection`:
+read-only, locked down, pinned to one snapshot when given a pinned location), or
+any ibis backend passed in its place (a second engine over the Parquet export),
+and materialises them once with
 ``.to_pyarrow()``; readers are sorted by ``reader_id`` and items by ``item_id``.
 :class:`PanelArrays` is also what :mod:`analysis.ragscale_files` builds from a
 ragscale ``paired_scores.csv`` without any warehouse.
@@ -119,21 +122,41 @@ def list_panels(path: str | Path) -> list[dict[str, Any]]:
         con.disconnect()
 
 
-def _connect(path: str | Path):
-    import ibis
+def _connect(path: Any):
+    """An ibis backend for ``path``: a warehouse location, or a backend as is.
 
-    target = Path(path)
-    if not target.exists():
-        raise WarehouseError(
-            f"no warehouse at {target}; run `ragledger init` and a build"
-        )
-    con = ibis.duckdb.connect(str(target), read_only=True)
+    The marts are looked up as ``marts.<name>`` where the backend has schemas,
+    else by the bare table name (e.g. Parquet files registered in polars).
+    """
+    from ibis.backends import BaseBackend
+
+    if isinstance(path, BaseBackend):
+        return _Borrowed(path)
+    from warehouse.readers import ibis_connection
+
+    con = ibis_connection(path)
     if not _has_table(con, "dim_panels"):
         con.disconnect()
         raise WarehouseError(
-            f"{target} has no marts.dim_panels; run `ragledger build` (dbt) first"
+            "the warehouse has no marts.dim_panels; run `ragledger build` (dbt) first"
         )
     return con
+
+
+class _Borrowed:
+    """A caller's ibis backend: tables by bare name, never disconnected here."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+
+    def table(self, name: str, database: str | None = None) -> Any:
+        try:
+            return self.backend.table(name, database=database)
+        except Exception:  # noqa: BLE001 - backends without schemas
+            return self.backend.table(name)
+
+    def disconnect(self) -> None:
+        return None
 
 
 def _has_table(con, name: str) -> bool:  # noqa: ANN001
@@ -525,6 +548,7 @@ def define_panel(
     and inserts in one transaction (the table has no keys).
     """
     from warehouse import transaction
+    from warehouse.raw_tables import write
 
     clean = name.strip()
     if not clean or clean != name or "\n" in name:
@@ -566,17 +590,17 @@ def define_panel(
             "select count(*) from raw.panel_definitions where panel_definition_name = ?",
             [name],
         ).fetchone()[0]
-        con.execute(
-            "delete from raw.panel_definitions where panel_definition_name = ?", [name]
-        )
-        con.execute(
-            "insert into raw.panel_definitions (panel_definition_name, dataset_id, "
-            "reader_ids_json, item_ids_json, created_at) values (?, ?, ?, ?, now())",
+        write(
+            con,
+            "raw.panel_definitions",
+            ("panel_definition_name", "dataset_id", "reader_ids_json", "item_ids_json"),
             [
-                name,
-                dataset_id,
-                json.dumps(readers),
-                None if item_ids is None else json.dumps(list(item_ids)),
+                (
+                    name,
+                    dataset_id,
+                    json.dumps(readers),
+                    None if item_ids is None else json.dumps(list(item_ids)),
+                )
             ],
         )
     return bool(replaced)

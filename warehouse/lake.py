@@ -248,3 +248,29 @@ def _file_lock(location: Location, name: str, holder: str) -> Iterator[None]:
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def copy_warehouse(source: str | Path | Location, target: str | Path) -> Location:
+    """Copy a warehouse with a SQLite catalog to ``target`` (a ``.duckdb`` name).
+
+    The lake folder and the snapshot file are copied and the catalog's recorded
+    data path is pointed at the copy's ``files/``, so the copy is a warehouse of
+    its own (tests build one warehouse per session and copy it per test).
+    """
+    import shutil
+
+    origin = resolve(source)
+    copy = resolve(target)
+    if not origin.uses_sqlite or not copy.uses_sqlite:
+        raise WarehouseError("only a warehouse with a SQLite catalog can be copied")
+    if copy.root.exists():
+        raise WarehouseError(f"{copy.root} already exists")
+    shutil.copytree(origin.root, copy.root, ignore=shutil.ignore_patterns("*.lock"))
+    if origin.snapshot_file.exists():
+        shutil.copy2(origin.snapshot_file, copy.snapshot_file)
+    with sqlite3.connect(copy.catalog_file) as catalog:
+        catalog.execute(
+            "update ducklake_metadata set value = ? where key = 'data_path'",
+            [copy.data_path],
+        )
+    return copy

@@ -183,6 +183,9 @@ TABLES: dict[str, RawTable] = {
             "created_at",
             allowed={"status": ("ok", "error")},
         ),
+        RawTable(
+            "raw.panel_definitions", ("panel_definition_name",), "replace", "created_at"
+        ),
         RawTable("analysis.audits", ("audit_id",), "replace"),
         RawTable("analysis.statistics", ("audit_id", "statistic"), "replace"),
         RawTable("analysis.reader_results", ("audit_id", "reader_id"), "replace"),

@@ -260,6 +260,20 @@ def _print_messages(run: Any) -> None:  # noqa: ANN401
     is_flag=True,
     help="Compute and print only; leave analysis.* untouched.",
 )
+@click.option(
+    "--declared",
+    "declared",
+    multiple=True,
+    help="A panel declared with `ragledger panels define NAME` (repeatable).",
+)
+@click.option(
+    "--at",
+    "snapshot",
+    type=int,
+    default=None,
+    help="Audit the lake as of this snapshot id (default: the current one; "
+    "analysis.audits.snapshot_id records which).",
+)
 @_counts
 @click.pass_context
 @error_handler
@@ -276,11 +290,13 @@ def audit(
     selection_seed: int,
     output: str | None,
     no_write: bool,
+    declared: tuple[str, ...],
+    snapshot: int | None,
     **values: Any,
 ) -> None:
     """Audit panels from the marts: retention, bootstraps, flips, nulls, EIV, McNemar.
 
-    Reads marts.dim_panels / panel_cells read-only, computes every statistic of
+    Reads marts.dim_panels / fct_panel_cells read-only (one lake snapshot), computes every statistic of
     docs/statistics.md, writes analysis.audits, analysis.statistics and
     analysis.reader_results in one transaction (reruns replace), and with
     --output writes summary.json, REPORT.md and report.html. With --current and
@@ -309,6 +325,8 @@ def audit(
             stratify_by=stratify_by,
             cluster_by=cluster_by,
             selection_seed=selection_seed,
+            at=snapshot,
+            declared=declared,
             progress=progress,
         )
     finally:

@@ -21,6 +21,7 @@ from click.testing import CliRunner, Result
 
 import warehouse
 from ragledger.cli import main
+from warehouse.lake import copy_warehouse
 
 DATASET = "hotpotqa-demo-100"
 
@@ -42,7 +43,7 @@ def base_db(tmp_path_factory, example_dir) -> Path:
 def db(base_db, tmp_path) -> Path:
     """A fresh copy of the loaded warehouse for one test."""
     path = tmp_path / "warehouse.duckdb"
-    shutil.copy(base_db, path)
+    copy_warehouse(base_db, path)
     return path
 
 

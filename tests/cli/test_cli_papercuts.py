@@ -4,7 +4,6 @@ and the replay summary at 80 columns."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import click
 import pytest
@@ -15,6 +14,7 @@ from generation.policies import REGISTRY
 from generation.server import ChatServer, EchoBackend
 from ragledger.cli import console as console_module
 from ragledger.cli import main
+from warehouse.lake import copy_warehouse
 
 DATASET = "hotpotqa-demo-100"
 
@@ -35,7 +35,7 @@ def loaded_db(tmp_path_factory, example_dir):
 @pytest.fixture
 def db(loaded_db, tmp_path):
     path = tmp_path / "w.duckdb"
-    shutil.copy(loaded_db, path)
+    copy_warehouse(loaded_db, path)
     return path
 
 

@@ -9,14 +9,13 @@ the marts must not pick up).
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from click.testing import CliRunner
 
 import warehouse
 from ragledger.cli import main
 from warehouse.hashing import sha256_text
+from warehouse.lake import copy_warehouse
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +50,7 @@ def failed(built, tmp_path_factory):
     assert built.result.exit_code == 0
     root = tmp_path_factory.mktemp("failed_build")
     database = root / "warehouse.duckdb"
-    shutil.copyfile(built.database, database)
+    copy_warehouse(built.database, database)
     con = warehouse.connect(database)
     before = snapshot(con)
     with warehouse.transaction(con):

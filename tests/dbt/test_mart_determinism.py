@@ -4,13 +4,13 @@ here from the cells with integer arithmetic, not with the SQL under test)."""
 
 from __future__ import annotations
 
-import shutil
 from fractions import Fraction
 
 import pytest
 
 import warehouse
 from warehouse import dbt_runner
+from warehouse.lake import copy_warehouse
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def snapshot(database) -> dict[str, tuple]:
 def test_two_builds_give_identical_marts(built, tmp_path):
     assert built.result.exit_code == 0
     database = tmp_path / "again.duckdb"
-    shutil.copyfile(built.database, database)
+    copy_warehouse(built.database, database)
     result = dbt_runner.build(
         database,
         dbt_vars={"artifact_identity_severity": "warn"},

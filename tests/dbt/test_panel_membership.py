@@ -10,7 +10,6 @@ be read back by name.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import warehouse
 from analysis.panel import declared_panels, read_panel
 from ragledger.cli import main
 from warehouse import dbt_runner
+from warehouse.lake import copy_warehouse
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +69,7 @@ def grown(built, tmp_path_factory) -> Grown:
     assert built.result.exit_code == 0, "\n".join(built.output[-40:])
     root = tmp_path_factory.mktemp("grown")
     database = root / "warehouse.duckdb"
-    shutil.copyfile(built.database, database)
+    copy_warehouse(built.database, database)
     con = warehouse.connect(database)
     items = tuple(
         row[0]
@@ -207,7 +207,7 @@ def test_declared_panel_is_built_per_key_and_read_by_name(grown):
 
 def test_declared_items_exclude_a_reader_that_misses_one(grown, tmp_path):
     database = tmp_path / "w.duckdb"
-    shutil.copyfile(grown.database, database)
+    copy_warehouse(grown.database, database)
     items = tmp_path / "items.txt"
     con = warehouse.connect(database, read_only=True)
     third = con.execute(
@@ -272,7 +272,7 @@ def test_define_refuses_unknown_names_and_writes_nothing(
     built, tmp_path, arguments, message
 ):
     database = tmp_path / "w.duckdb"
-    shutil.copyfile(built.database, database)
+    copy_warehouse(built.database, database)
     base = ["--db", str(database), "panels", "define", "p"]
     if "--dataset" not in arguments:
         base += ["--dataset", DATASET]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 import warehouse
+from warehouse.lake import copy_warehouse
 
 DATASET = "hotpotqa-demo-100"
 
@@ -30,7 +30,7 @@ def loaded_db(tmp_path_factory, example_dir) -> Path:
 def con(loaded_db, tmp_path):
     """A fresh writable copy of the loaded warehouse."""
     path = tmp_path / "warehouse.duckdb"
-    shutil.copy(loaded_db, path)
+    copy_warehouse(loaded_db, path)
     connection = warehouse.connect(path)
     yield connection
     connection.close()

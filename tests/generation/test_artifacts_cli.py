@@ -5,15 +5,15 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from ragledger.cli import main
+from warehouse.lake import copy_warehouse
 
 DATASET = "hotpotqa-demo-100"
 
 
 def test_compile_command_summary_line_and_reuse(loaded_db, tmp_path):
-    import shutil
 
     database = tmp_path / "cli.duckdb"
-    shutil.copy(loaded_db, database)
+    copy_warehouse(loaded_db, database)
     runner = CliRunner()
     args = [
         "--db",

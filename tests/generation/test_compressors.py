@@ -8,6 +8,7 @@ from generation.artifacts import compile_dataset
 from generation.compressors import split_sentences
 from generation.policies import get_policy
 from warehouse.hashing import sha256_text
+from warehouse.lake import copy_warehouse
 
 PASSAGES = [
     "[Paris] Paris is the capital of France.  It hosts the Louvre.",
@@ -55,14 +56,13 @@ def test_recomp_picks_the_nearest_sentence():
 
 @pytest.mark.slow
 def test_recomp_artifacts_are_byte_identical_across_runs(loaded_db, tmp_path):
-    import shutil
 
     import warehouse
 
     hashes = []
     for run in range(2):
         path = tmp_path / f"run{run}.duckdb"
-        shutil.copy(loaded_db, path)
+        copy_warehouse(loaded_db, path)
         con = warehouse.connect(path)
         compile_dataset(
             con, "hotpotqa-demo-100", get_policy("recomp-extractive"), limit=8

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from generation.readers import load_reader_config
 from generation.runner import replay
 from generation.server import ChatServer, EchoBackend
 from warehouse.errors import WarehouseError
+from warehouse.lake import copy_warehouse
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "data" / "examples" / "ragscale-openrouter-hotpotqa"
@@ -97,7 +97,7 @@ def _config(path: Path, url: str) -> Path:
 
 def test_unparseable_verdicts_are_errors_and_retried(example_db, tmp_path):
     db = tmp_path / "w.duckdb"
-    shutil.copy(example_db, db)
+    copy_warehouse(example_db, db)
     con = warehouse.connect(db)
     with ChatServer(EchoBackend(reply="yes")) as server:
         config = load_reader_config(_config(tmp_path / "r.yaml", server.url))
@@ -157,7 +157,7 @@ def test_replay_cli_with_a_judge(example_db, tmp_path):
     from ragledger.cli import main
 
     db = tmp_path / "w.duckdb"
-    shutil.copy(example_db, db)
+    copy_warehouse(example_db, db)
     with ChatServer(EchoBackend(reply="yes")) as server:
         config = _config(tmp_path / "r.yaml", server.url)
         args = [

@@ -7,8 +7,6 @@ stored RECOMP-style summaries; `dbt build` then must verify the panel.
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 import warehouse
@@ -20,6 +18,7 @@ from generation.runner import replay
 from generation.server import ChatServer, EchoBackend
 from warehouse import dbt_runner
 from warehouse.hashing import sha256_text
+from warehouse.lake import copy_warehouse
 
 DATASET = "hotpotqa-demo-100"
 ITEMS = ["hpqa-0000", "hpqa-0001", "hpqa-0003"]
@@ -28,7 +27,7 @@ ITEMS = ["hpqa-0000", "hpqa-0001", "hpqa-0003"]
 @pytest.mark.slow
 def test_readers_on_recomp_artifacts_form_a_verified_panel(loaded_db, tmp_path):
     path = tmp_path / "warehouse.duckdb"
-    shutil.copy(loaded_db, path)
+    copy_warehouse(loaded_db, path)
     con = warehouse.connect(path)
     policy = get_policy("recomp-extractive")
     compile_dataset(con, DATASET, policy, limit=4)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from generation.readers import load_reader_config
 from generation.runner import generation_id, load_evidence, replay
 from generation.server import ChatServer, EchoBackend
 from warehouse.errors import WarehouseError
+from warehouse.lake import copy_warehouse
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "data" / "examples" / "ragscale-openrouter-hotpotqa"
@@ -37,7 +37,7 @@ def example_db(loaded_db) -> Path:
 @pytest.fixture
 def db(example_db, tmp_path) -> Path:
     path = tmp_path / "warehouse.duckdb"
-    shutil.copy(example_db, path)
+    copy_warehouse(example_db, path)
     return path
 
 

@@ -7,7 +7,6 @@ Slow: it serves SmolLM2-135M-Instruct and Gemma 3 270M on 127.0.0.1 and runs
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from generation.backends.retry import RetryPolicy
 from generation.readers import load_reader_config
 from generation.runner import replay
 from generation.server import ChatServer
+from warehouse.lake import copy_warehouse
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +53,7 @@ def panel_run(tmp_path_factory):
     load_ragscale(con, EXAMPLE)
     pristine = root / "pristine.duckdb"
     con.close()
-    shutil.copy(database, pristine)
+    copy_warehouse(database, pristine)
     con = warehouse.connect(database)
     backends = {name: LocalBackend(name) for name in MODELS}
     for backend in backends.values():
@@ -73,7 +73,7 @@ def panel_run(tmp_path_factory):
         requests = list(server.requests)
         # a rerun on a fresh copy: temperature 0 gives the same answers
         rerun_db = root / "rerun.duckdb"
-        shutil.copy(pristine, rerun_db)
+        copy_warehouse(pristine, rerun_db)
         rerun_con = warehouse.connect(rerun_db)
         replay(rerun_con, DATASET, readers[:1], [SUMMARY], limit=3, concurrency=1)
         rerun = rerun_con.execute(

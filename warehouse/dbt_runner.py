@@ -492,8 +492,8 @@ def _scratch_connection(location: Location, snapshot: int | None) -> Any:
 
 def _ensure_warehouse(location: Location) -> int:
     """Migrate the lake so dbt finds every raw table; return its snapshot id."""
-    if not location.exists() and location.snapshot_file.exists():
-        connect(location, read_only=True)  # names `ragledger migrate`
+    if not location.exists():
+        connect(location, read_only=True)  # names `ragledger init` or `migrate`
     con = connect(location)
     try:
         return current_snapshot(con)

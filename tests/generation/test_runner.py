@@ -219,7 +219,7 @@ def test_bad_requests_fail_before_any_call(db, tmp_path):
         with pytest.raises(WarehouseError, match="not in dataset"):
             replay(con, DATASET, [reader], ["raw"], items=["nope"])
         clash = _reader(tmp_path, server.url, name="qwen/qwen-2.5-7b-instruct")
-        with pytest.raises(WarehouseError, match="already registered"):
+        with pytest.raises(WarehouseError, match="registered with another config"):
             replay(con, DATASET, [clash], ["raw"], limit=1)
         assert server.requests == []
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import duckdb
 import numpy as np
@@ -15,11 +16,13 @@ from analysis.ragscale_files import panel_from_ragscale, read_ragscale_file
 from ingest.ragscale import load_ragscale
 from ragledger.cli import main
 from warehouse import dbt_runner
+from warehouse.lake import copy_warehouse
 
 pytestmark = pytest.mark.slow
 
 CURRENT = "qwen/qwen-2.5-7b-instruct"
 CANDIDATE = "meta-llama/llama-3.3-70b-instruct"
+PANEL = "hotpotqa-demo-100 | exact_match | hotpotqa-distractor-10 -> llm-summary:qwen/qwen3-14b"
 FAST = ["--draws", "200", "--splits", "200", "--null-draws", "5", "--null-splits", "20"]
 
 
@@ -227,3 +230,44 @@ def test_two_audits_give_identical_tables_and_summary(database, tmp_path):
     assert (tmp_path / "a" / "summary.json").read_bytes() == (
         tmp_path / "b" / "summary.json"
     ).read_bytes()
+
+
+def test_audit_at_a_snapshot_reproduces_what_was_seen_then(
+    tmp_path, database, example_dir
+):
+    """An audit records the snapshot it read; `audit --at` that snapshot after the
+    lake changed gives a byte-identical summary.json."""
+    path = tmp_path / "w.duckdb"
+    copy_warehouse(database, path)
+    args = ["--db", str(path), "audit", "--panel", PANEL]
+    first = CliRunner().invoke(main, [*args, *FAST, "--output", str(tmp_path / "a")])
+    assert first.exit_code == 0, first.output
+    con = warehouse.connect(path, read_only=True)
+    (seen,) = {
+        row[0]
+        for row in con.execute("select snapshot_id from analysis.audits").fetchall()
+    }
+    con.close()
+    assert seen is not None
+    # the lake moves on: the run is reloaded with one exact_match score changed
+    changed = tmp_path / "run"
+    shutil.copytree(example_dir, changed)
+    scores = changed / "paired_scores.csv"
+    lines = scores.read_text(encoding="utf-8").split("\n")
+    first = lines[1].split(",")
+    assert first[10] == "exact_match" and first[4] in ("0.0", "1.0")
+    first[4] = "1.0" if first[4] == "0.0" else "0.0"
+    lines[1] = ",".join(first)
+    scores.write_text("\n".join(lines), encoding="utf-8")
+    reload = ["--db", str(path), "ingest", "ragscale", str(changed), "--replace"]
+    assert CliRunner().invoke(main, reload).exit_code == 0
+    assert dbt_runner.build(path).ok
+    now = CliRunner().invoke(main, [*args, *FAST, "--no-write", "--output", str(tmp_path / "b")])  # fmt: skip
+    assert now.exit_code == 0, now.output
+    then = CliRunner().invoke(
+        main, [*args, *FAST, "--no-write", "--at", str(seen), "--output", str(tmp_path / "c")]
+    )  # fmt: skip
+    assert then.exit_code == 0, then.output
+    before = (tmp_path / "a" / "summary.json").read_bytes()
+    assert (tmp_path / "c" / "summary.json").read_bytes() == before
+    assert (tmp_path / "b" / "summary.json").read_bytes() != before

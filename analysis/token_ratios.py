@@ -3,7 +3,7 @@
 Two counts reach an audit and they are not the same quantity:
 
 - ``prompt``: the prompt tokens of each reader call, what the warehouse stores
-  (``raw.generations.prompt_tokens`` -> ``marts.panel_cells.*_prompt_tokens``);
+  (``raw.generations.prompt_tokens`` -> ``marts.fct_panel_cells.*_prompt_tokens``);
 - ``total``: ragscale's ``raw_tokens`` / ``compressed_tokens`` columns of
   ``paired_scores.csv``, prompt plus completion tokens of each call (what
   ``replay-audit`` reads).
@@ -25,7 +25,7 @@ from analysis.results import Interval, ResultMixin, StatRow
 
 KINDS = ("prompt", "total")
 DESCRIPTIONS = {
-    "prompt": "prompt tokens per reader call (warehouse panel_cells.*_prompt_tokens)",
+    "prompt": "prompt tokens per reader call (warehouse fct_panel_cells.*_prompt_tokens)",
     "total": "ragscale raw_tokens/compressed_tokens: prompt plus completion tokens per reader call",
     "none": "the panel carries no token counts",
 }

@@ -5,10 +5,10 @@ until the file STOP exists, appending one JSON line per poll to OUT:
 ``{"seen": [matrix_rows, outcomes]}`` or ``{"error": "..."}``. Modes:
 
 ``attach``      the ``duckdb_sql_statements`` of ``ragledger connect --json``
-                (ARG: that JSON file), a fresh DuckDB connection per poll
+                (ARG: that JSON file), a fresh DuckDB connection every 10th poll
 ``sqlalchemy``  duckdb-engine with the recipe's url, connect_args and
                 on_connect statements run in the ``connect`` event (pooled)
-``ibis``        ``warehouse.readers.ibis_connection`` (ARG: --db), fresh per poll
+``ibis``        ``warehouse.readers.ibis_connection`` (ARG: --db), fresh every 10th
 ``ibis_recipe`` the recipe's ibis snippet, run once; polls on that backend
 ``held``        one connection (attach recipe) with a partially fetched result
                 held open for the whole run; at the end the rest of the result
@@ -42,7 +42,9 @@ def main() -> None:
         try:
             record(seen=list(poll()), t=time.time())
         except Exception as error:  # noqa: BLE001 - every failure is a finding
-            record(error=f"{type(error).__name__}: {' '.join(str(error).split())[:400]}")
+            record(
+                error=f"{type(error).__name__}: {' '.join(str(error).split())[:400]}"
+            )
         if stop.exists():
             break
         time.sleep(0.1)
@@ -60,14 +62,18 @@ def make_poll(mode: str, arg: str | None, record):
     if mode == "attach":
         import duckdb
 
+        state = {"con": None, "polls": 0}
+
         def poll():
-            con = duckdb.connect()
-            try:
+            # a fresh attach every 10th poll; the polls between reuse it
+            if state["polls"] % 10 == 0:
+                if state["con"] is not None:
+                    state["con"].close()
+                state["con"] = duckdb.connect()
                 for statement in recipes["duckdb_sql_statements"]:
-                    con.execute(statement)
-                return con.execute(COUNT_QUERY).fetchone()
-            finally:
-                con.close()
+                    state["con"].execute(statement)
+            state["polls"] += 1
+            return state["con"].execute(COUNT_QUERY).fetchone()
 
         return poll
     if mode == "sqlalchemy":
@@ -94,12 +100,16 @@ def make_poll(mode: str, arg: str | None, record):
     if mode == "ibis":
         from warehouse.readers import ibis_connection
 
+        state = {"backend": None, "polls": 0}
+
         def poll():
-            backend = ibis_connection(arg)
-            try:
-                return tuple(backend.sql(COUNT_QUERY).to_pyarrow().to_pylist()[0].values())
-            finally:
-                backend.disconnect()
+            if state["polls"] % 10 == 0:
+                if state["backend"] is not None:
+                    state["backend"].disconnect()
+                state["backend"] = ibis_connection(arg)
+            state["polls"] += 1
+            table = state["backend"].sql(COUNT_QUERY).to_pyarrow()
+            return tuple(table.to_pylist()[0].values())
 
         return poll
     if mode == "ibis_recipe":

@@ -1,7 +1,7 @@
 """Helpers for the lake tests: the real CLI as a subprocess, lakes, fingerprints.
 
-Nothing here imports the warehouse package: the tests look at a lake the way an
-outside client would (plain ``duckdb`` with the DuckLake extension attached
+Fingerprints and counts do not use the warehouse package: the tests look at a
+lake the way an outside client would (plain ``duckdb`` with the DuckLake extension attached
 read-only), so a fingerprint does not depend on the code under test.
 """
 
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -59,9 +57,7 @@ def ragledger(
     return done
 
 
-def start(
-    db: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.Popen:
+def start(db: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start ``ragledger --db DB ARGS`` (stdout and stderr merged, line buffered)."""
     return subprocess.Popen(
         [str(RAGLEDGER), "--db", str(db), *args],
@@ -92,19 +88,10 @@ def lake_of(db: Path) -> Path:
 
 
 def clone_lake(source_db: Path, target_db: Path) -> None:
-    """Copy a SQLite-catalog lake (and its snapshot file) to another place.
+    """Copy a SQLite-catalog lake (and its snapshot file) to another place."""
+    from warehouse.lake import copy_warehouse
 
-    DuckLake records the data path in the catalog; the copy's is rewritten.
-    """
-    shutil.copytree(lake_of(source_db), lake_of(target_db))
-    if source_db.exists():
-        shutil.copy2(source_db, target_db)
-    catalog = lake_of(target_db) / "catalog.sqlite"
-    with sqlite3.connect(catalog) as con:
-        con.execute(
-            "update ducklake_metadata set value = ? where key = 'data_path'",
-            [f"{lake_of(target_db) / 'files'}/"],
-        )
+    copy_warehouse(source_db, target_db)
 
 
 def attach_statement(db: Path, catalog: str | None = None) -> str:
@@ -222,7 +209,9 @@ class Polling:
     def start_cli(self, db: Path, env=None) -> None:
         def loop() -> None:
             while not self._stop.is_set():
-                done = ragledger(db, "sql", "--format", "json", COUNT_QUERY, check=False, env=env)
+                done = ragledger(
+                    db, "sql", "--format", "json", COUNT_QUERY, check=False, env=env
+                )
                 if done.returncode != 0:
                     self.cli_errors.append(done.stderr.strip() or done.stdout.strip())
                 else:
@@ -278,5 +267,8 @@ class Polling:
                 errors.append(f"exit {process.returncode}: {stderr[-500:]}")
             results[mode] = {"seen": seen, "errors": errors}
         if self.threads:
-            results["ragledger sql"] = {"seen": self.cli_seen, "errors": self.cli_errors}
+            results["ragledger sql"] = {
+                "seen": self.cli_seen,
+                "errors": self.cli_errors,
+            }
         return results

@@ -151,5 +151,7 @@ def test_reads_still_work(lake):
         "explain select * from raw.matrix_rows",
         "pragma table_info('raw.matrix_rows')",
     ):
-        result = runner.invoke(main, ["--db", str(lake), "sql", "--format", "csv", query])
+        result = runner.invoke(
+            main, ["--db", str(lake), "sql", "--format", "csv", query]
+        )
         assert result.exit_code == 0, f"{query}: {result.stdout}{result.stderr}"

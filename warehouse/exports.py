@@ -79,14 +79,34 @@ def export_parquet(
         json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
     )
     if root.exists():
-        old = root.with_name(f".{root.name}.{os.getpid()}.old")
-        root.rename(old)
-        partial.rename(root)
-        shutil.rmtree(old, ignore_errors=True)
+        if _exchange(partial, root):  # one atomic step: DIR is never missing
+            shutil.rmtree(partial, ignore_errors=True)  # now the old export
+        else:
+            old = root.with_name(f".{root.name}.{os.getpid()}.old")
+            root.rename(old)
+            partial.rename(root)
+            shutil.rmtree(old, ignore_errors=True)
     else:
         root.parent.mkdir(parents=True, exist_ok=True)
         partial.rename(root)
     return manifest
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False
+    where the system cannot (then the caller renames in two steps)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    done = renameat2(
+        at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange
+    )
+    return done == 0
 
 
 def _export_connection(location: Location, snapshot: int, folder: Path):

@@ -109,12 +109,9 @@ def test_killed_builds_leave_the_previous_marts_or_the_new_ones(
     changed = [name for name in state_a if state_a[name] != state_b[name]]
     assert "fct_outcomes" in changed and "fct_paired_outcomes" in changed
     for label, marts in observed.items():
-        assert marts in (state_a, state_b), (
-            f"{label}: a mix: "
-            + ", ".join(
-                f"{name}={'A' if marts.get(name) == state_a[name] else 'B' if marts.get(name) == state_b[name] else '?'}"
-                for name in sorted(state_a)
-            )
+        assert marts in (state_a, state_b), f"{label}: a mix: " + ", ".join(
+            f"{name}={'A' if marts.get(name) == state_a[name] else 'B' if marts.get(name) == state_b[name] else '?'}"
+            for name in sorted(state_a)
         )
     # the early kills cannot have published anything
     assert observed["0.5 s"] == state_a and observed["during tests"] == state_a

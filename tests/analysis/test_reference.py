@@ -476,6 +476,12 @@ def test_nulls_within_monte_carlo_bound(name):
         same(name, f"{prefix}.seed", s.seed + 1)
         same(name, f"{prefix}.observed_excess", observed_e)
         same(name, f"{prefix}.observed_both_half", observed_b)
+        # draws whose null panel had no eligible pair: a count of the code's own
+        # stream; the reference cannot share it, so check its range and that a
+        # panel whose observed split pass found pairs keeps most null draws
+        without = doc["nulls"][k]["draws_without_eligible_pairs"]
+        _CHECKED[name].add(f"{prefix}.draws_without_eligible_pairs")
+        assert without is None or 0 <= without <= s.null_draws
         fields_ = (
             "null_excess_median", "null_excess_interval", "excess_exceeds_share",
             "null_both_half_median", "null_both_half_interval", "both_half_exceeds_share",

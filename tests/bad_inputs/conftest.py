@@ -72,7 +72,8 @@ def fingerprint(path: Path) -> dict[str, tuple[int, int]]:
     con = warehouse.connect(path, read_only=True)
     try:
         tables = con.execute(
-            "select schema_name, table_name from duckdb_tables() order by all"
+            "select schema_name, table_name from duckdb_tables() "
+            "where database_name = current_database() order by all"
         ).fetchall()
         return {
             f"{schema}.{table}": con.execute(

@@ -20,6 +20,9 @@ import pytest
 
 from tests.warehouse.lake_support import outside_connection, ragledger
 
+#: every test here needs built marts (one dbt build per session)
+pytestmark = pytest.mark.slow
+
 
 def _lake_facts(db):
     con = outside_connection(db)

@@ -17,6 +17,9 @@ import pytest
 
 from tests.warehouse.lake_support import cli_env, outside_connection, ragledger
 
+#: every test here needs built marts (one dbt build per session)
+pytestmark = pytest.mark.slow
+
 DUCKDB_CLI = Path(sys.executable).with_name("duckdb")
 
 

@@ -173,7 +173,10 @@ def test_init_ingest_sql_on_a_postgres_catalog(postgres, matrix_files, tmp_path)
 
     con = duckdb.connect(str(db), read_only=True)
     try:
-        assert con.execute("select count(*) from raw.matrix_rows").fetchone()[0] == rows[0]["n"]
+        assert (
+            con.execute("select count(*) from raw.matrix_rows").fetchone()[0]
+            == rows[0]["n"]
+        )
     finally:
         con.close()
 

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.warehouse.lake_support import (
+    clone_lake,
     outside_connection,
     ragledger,
     row_counts,
@@ -21,12 +22,11 @@ from tests.warehouse.lake_support import (
 
 
 @pytest.fixture(scope="module")
-def lake(tmp_path_factory, matrix_files):
+def lake(tmp_path_factory, ingested_template):
     """A lake with a matrix release, and a side database a write could target."""
     folder = tmp_path_factory.mktemp("readonly")
     db = folder / "w.duckdb"
-    ragledger(db, "init")
-    ragledger(db, "ingest", "matrix", str(matrix_files["a"]))
+    clone_lake(ingested_template, db)
     import duckdb
 
     side = duckdb.connect(str(folder / "side.duckdb"))

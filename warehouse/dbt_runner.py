@@ -256,9 +256,14 @@ def dbt_environment(location: Location, snapshot: int | None) -> dict[str, str]:
     return env
 
 
+#: The name dbt gives the scratch database (its file's stem), used when the
+#: scratch file is attached to re-run a failing test or to publish.
+SCRATCH_ALIAS = "dbt"
+
+
 def scratch_file(location: Location) -> Path:
     """The DuckDB file dbt builds into (never read by BI: see publish_marts)."""
-    return location.tmp_dir / "dbt.duckdb"
+    return location.tmp_dir / f"{SCRATCH_ALIAS}.duckdb"
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
@@ -367,12 +372,12 @@ def publish_marts(
         return (), None
     con = connect(location)
     try:
-        con.execute(f"attach '{_sql(str(scratch))}' as dbt_build (read_only)")
+        con.execute(f"attach '{_sql(str(scratch))}' as {SCRATCH_ALIAS} (read_only)")
         tables = [
             name
             for (name,) in con.execute(
                 "select table_name from duckdb_tables() where database_name = "
-                "'dbt_build' and schema_name = 'marts' order by table_name"
+                "'dbt' and schema_name = 'marts' order by table_name"
             ).fetchall()
             if name in set(models)
         ]
@@ -380,13 +385,13 @@ def publish_marts(
             return (), None
         comments = con.execute(
             "select table_name, column_name, comment from duckdb_columns() "
-            "where database_name = 'dbt_build' and schema_name = 'marts' "
+            "where database_name = 'dbt' and schema_name = 'marts' "
             "and comment is not null and comment <> ''"
         ).fetchall()
         table_comments = dict(
             con.execute(
                 "select table_name, comment from duckdb_tables() where database_name "
-                "= 'dbt_build' and schema_name = 'marts' and comment is not null"
+                "= 'dbt' and schema_name = 'marts' and comment is not null"
             ).fetchall()
         )
         with transaction(con):
@@ -394,7 +399,7 @@ def publish_marts(
             for name in tables:
                 con.execute(
                     f'create or replace table lake.marts."{name}" as '
-                    f'select * from dbt_build.marts."{name}"'
+                    f'select * from {SCRATCH_ALIAS}.marts."{name}"'
                 )
                 if table_comments.get(name):
                     con.execute(
@@ -484,9 +489,9 @@ def _scratch_connection(location: Location, snapshot: int | None) -> Any:
     """The scratch build database with the lake attached as dbt saw it."""
     con = connect(location, read_only=True, at=snapshot)
     con.execute(
-        f"attach '{_sql(str(scratch_file(location)))}' as dbt_build (read_only)"
+        f"attach '{_sql(str(scratch_file(location)))}' as {SCRATCH_ALIAS} (read_only)"
     )
-    con.execute("use dbt_build")
+    con.execute(f"use {SCRATCH_ALIAS}")
     return con
 
 

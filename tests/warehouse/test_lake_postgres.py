@@ -11,6 +11,7 @@ where a missing server is a failure.
 
 from __future__ import annotations
 
+import getpass
 import glob
 import os
 import shutil
@@ -49,7 +50,7 @@ def postgres():
             pytest.fail("CI: no postgres binary; apt-get install -y postgresql")
         pytest.skip("no PostgreSQL server installed (apt-get install postgresql)")
     as_user: list[str] = []
-    user = os.environ.get("USER") or "postgres"
+    user = getpass.getuser()
     folder = Path(tempfile.mkdtemp(prefix="ragledger-pg-"))
     if os.geteuid() == 0:  # postgres refuses to run as root
         as_user = ["runuser", "-u", "postgres", "--"]

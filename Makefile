@@ -34,6 +34,7 @@ test: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	cd dbt_project && $(abspath $(BIN))/sqlfluff lint models tests macros
 
 bench: setup
 	$(BIN)/python -m benchmarks

@@ -26,7 +26,7 @@ create table raw.runs (
     command varchar,
     config_json varchar,
     code_version varchar,
-    status varchar not null,           -- running, finished, failed
+    status varchar not null,           -- running, finished, failed, interrupted
     started_at timestamp,
     finished_at timestamp
 );

@@ -265,12 +265,26 @@ def copy_warehouse(source: str | Path | Location, target: str | Path) -> Locatio
         raise WarehouseError("only a warehouse with a SQLite catalog can be copied")
     if copy.root.exists():
         raise WarehouseError(f"{copy.root} already exists")
-    shutil.copytree(origin.root, copy.root, ignore=shutil.ignore_patterns("*.lock"))
+    shutil.copytree(
+        origin.root,
+        copy.root,
+        ignore=shutil.ignore_patterns("*.lock", "catalog.sqlite*", "tmp"),
+    )
+    (copy.root / "tmp").mkdir()
     if origin.snapshot_file.exists():
         shutil.copy2(origin.snapshot_file, copy.snapshot_file)
-    with sqlite3.connect(copy.catalog_file) as catalog:
-        catalog.execute(
+    # SQLite's backup API copies the catalog consistently, WAL pages included
+    source = sqlite3.connect(origin.catalog_file)
+    target = sqlite3.connect(copy.catalog_file)
+    try:
+        source.backup(target)
+        target.execute("pragma journal_mode=wal")
+        target.execute(
             "update ducklake_metadata set value = ? where key = 'data_path'",
             [copy.data_path],
         )
+        target.commit()
+    finally:
+        source.close()
+        target.close()
     return copy

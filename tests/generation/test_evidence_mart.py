@@ -1,13 +1,14 @@
-"""The selection_metrics mart, built by dbt from compiled artifacts."""
+"""The fct_selection_metrics mart, built by dbt from compiled artifacts."""
 
 from __future__ import annotations
 
-import duckdb
 import pytest
 
+import warehouse
 from generation.artifacts import compile_dataset
 from generation.policies import get_policy
 from warehouse import dbt_runner
+from warehouse.connections import location_of
 
 DATASET = "hotpotqa-demo-100"
 
@@ -37,26 +38,25 @@ def test_selection_metrics_mart(con, tmp_path):
         "using (artifact_hash) where c.policy_id = 'bm25@v1' and c.item_id = 'hpqa-0000'"
     ).fetchone()[0]
     expected_recall = 1.0 if fact in bm25_text else 0.0
-    database = con.execute(
-        "select path from duckdb_databases() where database_name = current_database()"
-    ).fetchone()[0]
+    database = location_of(con).snapshot_file
     con.close()
 
-    result = dbt_runner.run_dbt(
-        ["build", "--select", "+selection_metrics", "--indirect-selection", "cautious"],
-        database=database,
+    result = dbt_runner.build(
+        database,
+        select=["+fct_selection_metrics"],
         target_path=tmp_path / "target",
         log_path=tmp_path / "logs",
     )
     assert result.exit_code == 0, result.problems
+    assert "fct_selection_metrics" in result.published
 
-    mart = duckdb.connect(database, read_only=True)
+    mart = warehouse.connect(database, read_only=True)
     rows = {
         row[0]: row[1:]
         for row in mart.execute(
             "select policy_id, benchmark, budget_tokens, artifact_count, evaluable_count, "
             "macro_evidence_recall, macro_compression_ratio, is_within_budget, policy_kind "
-            "from marts.selection_metrics"
+            "from marts.fct_selection_metrics"
         ).fetchall()
     }
     mart.close()

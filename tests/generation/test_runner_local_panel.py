@@ -136,7 +136,8 @@ def test_local_and_hosted_readers_share_one_verified_panel(panel_run):
     con = warehouse.connect(database, read_only=True)
     panels = con.execute(
         "select panel_id, metric, reader_count, family_count, row_count, verdict "
-        "from marts.dim_panels where dataset_id = ? and raw_policy_id = "
+        "from marts.dim_panels where panel_kind = 'primary' and dataset_id = ? "
+        "and raw_policy_id = "
         "'hotpotqa-distractor-10' and compressed_policy_id = ? order by metric",
         [DATASET, SUMMARY],
     ).fetchall()
@@ -146,7 +147,7 @@ def test_local_and_hosted_readers_share_one_verified_panel(panel_run):
         assert (readers, families, rows, verdict) == (4, 4, 3, "verified")
     panel_id = by_metric["exact_match"][0]
     readers = con.execute(
-        "select reader_id, reader_family, row_count from marts.panel_readers "
+        "select reader_id, reader_family, row_count from marts.fct_panel_readers "
         "where panel_id = ? order by reader_id",
         [panel_id],
     ).fetchall()

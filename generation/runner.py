@@ -328,7 +328,20 @@ def generation_id(reader: ReaderSpec, row: EvidenceRow) -> str:
 def register_readers(
     con: duckdb.DuckDBPyConnection, readers: Sequence[ReaderSpec], source: str
 ) -> None:
-    """Insert each reader into ``raw.readers``; refuse an id reused with another config."""
+    """Insert each reader into ``raw.readers``; refuse an id reused with another config.
+
+    A reader replayed under several seeds is one registration (the seed is per
+    call, not part of its identity): the first spec of each id is registered.
+    """
+    first: dict[str, ReaderSpec] = {}
+    for reader in readers:
+        kept = first.setdefault(reader.reader_id, reader)
+        if kept.config_hash != reader.config_hash:
+            raise WarehouseError(
+                f"reader id {reader.reader_id!r} is given twice with different "
+                "configurations; give one of them another id"
+            )
+    readers = list(first.values())
     with transaction(con):
         write_rows(
             con,

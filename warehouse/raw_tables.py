@@ -238,6 +238,9 @@ def write(
     missing = [column for column in contract.key if column not in columns]
     if missing:
         raise WarehouseError(f"{name}: rows lack key column(s) {', '.join(missing)}")
+    if contract.rule in ("content", "register") and origins is None:
+        # the same registration twice in one batch is one registration
+        rows = list(dict.fromkeys(tuple(row) for row in rows))
     _check_values(contract, columns, rows, origins)
     view = f"_ragledger_rows_{next(_counter)}"
     con.register(view, _arrow(columns, rows))

@@ -288,8 +288,12 @@ def build(
     log_path: str | Path | None = None,
     on_line: Callable[[str], None] | None = None,
     colors: bool = False,
+    indirect_selection: str | None = None,
 ) -> DbtResult:
     """``dbt build`` (models, unit tests and data tests) on ``database``.
+
+    ``indirect_selection`` is dbt's ``--indirect-selection`` (e.g. ``cautious``:
+    with ``select``, run only the tests of selected models).
 
     The exit code is non-zero when any model, unit test or error-severity test
     fails; the artifact-identity test then stops the build before any mart is
@@ -302,6 +306,8 @@ def build(
         arguments += ["--exclude", selector]
     if dbt_vars:
         arguments += ["--vars", json.dumps(dict(dbt_vars), sort_keys=True)]
+    if indirect_selection:
+        arguments += ["--indirect-selection", indirect_selection]
     location = resolve(database)
     with _held_build_lock(location, hold=True):
         return _build_and_publish(

@@ -44,6 +44,7 @@ def test_selection_metrics_mart(con, tmp_path):
     result = dbt_runner.build(
         database,
         select=["+fct_selection_metrics"],
+        indirect_selection="cautious",
         target_path=tmp_path / "target",
         log_path=tmp_path / "logs",
     )

@@ -31,7 +31,7 @@ MODELS = ("smollm2-135m-instruct", "gemma3-270m")
 def _warnings(built) -> list[str]:
     return [
         line
-        for problem in built.result.problems
+        for problem in built.problems
         if problem.name == "scorers_agree_within_panels"
         for line in problem.describe_rows()
     ]

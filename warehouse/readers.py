@@ -12,6 +12,7 @@ every write are refused before anything runs.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,17 @@ from warehouse.lake import Location, resolve
 
 #: Statement types a reader may run.
 ALLOWED_STATEMENTS = frozenset({"SELECT", "EXPLAIN"})
+#: Table functions that reach a database beside DuckDB's file system (the lake's
+#: own catalog file or server) or maintain the lake: refused. Snapshot listings
+#: (``ducklake_snapshots('lake')``, ``lake.snapshots()``) stay readable, to find
+#: the ids ``--at`` takes.
+_SCANNERS = re.compile(
+    r"\b(sqlite_(scan|query|attach)|postgres_(scan|scan_pushdown|query|attach|"
+    r"execute)|mysql_(query|scan)|ducklake_(expire_snapshots|cleanup_old_files|"
+    r"merge_adjacent_files|flush_inlined_data|set_option|add_data_files|"
+    r"rewrite_data_files|delete_orphaned_files))\s*\(",
+    re.IGNORECASE,
+)
 
 
 def reader_connection(
@@ -52,6 +64,12 @@ def check_statements(con: duckdb.DuckDBPyConnection, sql: str) -> list[Any]:
     if not statements:
         raise WarehouseError("query is empty")
     for statement in statements:
+        found = _SCANNERS.search(statement.query)
+        if found:
+            raise WarehouseError(
+                f"read-only: {found.group(1)}() is not allowed; query the lake's "
+                "tables (raw.*, marts.*, analysis.*)"
+            )
         kind = statement.type.name
         if kind not in ALLOWED_STATEMENTS:
             shown = " ".join(statement.query.split())[:60]

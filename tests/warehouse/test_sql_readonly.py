@@ -66,6 +66,8 @@ def corpus(folder, db):
         "pragma enable_profiling": "pragma enable_profiling",
         "read /etc/passwd": "select * from read_csv('/etc/passwd')",
         "glob": "select * from glob('/etc/*')",
+        "read the catalog file": f"select * from sqlite_scan('{lake_dir / 'catalog.sqlite'}', 'ducklake_snapshot')",
+        "expire snapshots as a table function": "select * from ducklake_expire_snapshots('lake', dry_run => true)",
         "hidden write": "select 1; delete from raw.matrix_rows",
         "hidden write after with": "with x as (select 1) select * from x; drop table raw.scores",
         "call checkpoint": "call checkpoint()",

@@ -268,9 +268,11 @@ def copy_warehouse(source: str | Path | Location, target: str | Path) -> Locatio
     shutil.copytree(
         origin.root,
         copy.root,
-        ignore=shutil.ignore_patterns("*.lock", "catalog.sqlite*", "tmp"),
+        ignore=shutil.ignore_patterns(
+            "*.lock", "catalog.sqlite*", "*.partial", "*.wal"
+        ),
     )
-    (copy.root / "tmp").mkdir()
+    (copy.root / "tmp").mkdir(exist_ok=True)
     if origin.snapshot_file.exists():
         shutil.copy2(origin.snapshot_file, copy.snapshot_file)
     # SQLite's backup API copies the catalog consistently, WAL pages included

@@ -40,6 +40,7 @@ from generation.backends.retry import (
 )
 from generation.prompts import PromptTemplate
 from generation.readers import JudgeSpec
+from generation.scorers.longmemeval import TEMPLATES
 from warehouse import transaction
 from warehouse.errors import WarehouseError
 from warehouse.hashing import canonical_json, sha256_json
@@ -59,48 +60,8 @@ YES_NO_JUDGE = PromptTemplate(
     fields=frozenset({"question", "references", "prediction"}),
 )
 
-_LME_CORRECT = (
-    "I will give you a question, a correct answer, and a response from a model. "
-    "Please answer yes if the response contains the correct answer. Otherwise, "
-    "answer no. If the response is equivalent to the correct answer or contains all "
-    "the intermediate steps to get the correct answer, you should also answer yes. "
-    "If the response only contains a subset of the information required by the "
-    "answer, answer no. "
-)
-_LME_TAIL = (
-    "\n\nQuestion: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\n"
-    "Is the model response correct? Answer yes or no only."
-)
-#: LongMemEval ``get_anscheck_prompt`` templates, by question type.
-LONGMEMEVAL_TEMPLATES: dict[str, str] = {
-    "single-session-user": _LME_CORRECT + _LME_TAIL,
-    "single-session-assistant": _LME_CORRECT + _LME_TAIL,
-    "multi-session": _LME_CORRECT + _LME_TAIL,
-    "temporal-reasoning": _LME_CORRECT
-    + "In addition, do not penalize off-by-one errors for the number of days. If "
-    "the question asks for the number of days/weeks/months, etc., and the model "
-    "makes off-by-one errors (e.g., predicting 19 days when the answer is 18), the "
-    "model's response is still correct. " + _LME_TAIL,
-    "knowledge-update": "I will give you a question, a correct answer, and a "
-    "response from a model. Please answer yes if the response contains the correct "
-    "answer. Otherwise, answer no. If the response contains some previous "
-    "information along with an updated answer, the response should be considered "
-    "as correct as long as the updated answer is the required answer." + _LME_TAIL,
-    "single-session-preference": "I will give you a question, a rubric for desired "
-    "personalized response, and a response from a model. Please answer yes if the "
-    "response satisfies the desired response. Otherwise, answer no. The model does "
-    "not need to reflect all the points in the rubric. The response is correct as "
-    "long as it recalls and utilizes the user's personal information correctly."
-    "\n\nQuestion: {}\n\nRubric: {}\n\nModel Response: {}\n\n"
-    "Is the model response correct? Answer yes or no only.",
-    "abstention": "I will give you an unanswerable question, an explanation, and a "
-    "response from a model. Please answer yes if the model correctly identifies the "
-    "question as unanswerable. The model could say that the information is "
-    "incomplete, or some other information is given but the asked information is "
-    "not.\n\nQuestion: {}\n\nExplanation: {}\n\nModel Response: {}\n\n"
-    "Does the model correctly identify the question as unanswerable? Answer yes or "
-    "no only.",
-}
+#: LongMemEval's question-type judge prompts (one copy: generation/scorers/longmemeval.py)
+LONGMEMEVAL_TEMPLATES: dict[str, str] = dict(TEMPLATES)
 
 _YES = frozenset({"yes", "1", "true", "correct"})
 _NO = frozenset({"no", "0", "false", "incorrect"})

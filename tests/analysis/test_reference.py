@@ -140,14 +140,14 @@ def _get(doc, path):
     return node
 
 
-def same(name, path, want, tol=TOL):
+def assert_same(name, path, want, tol=TOL):
     """Compare one field of the panel block; None must carry a reason beside it."""
     doc = audited(name)
     got = _get(doc, path)
     _CHECKED[name].add(path)
     if isinstance(want, dict) and isinstance(got, dict):
         for key, value in want.items():
-            same(name, f"{path}.{key}", value, tol)
+            assert_same(name, f"{path}.{key}", value, tol)
         return
     if want is None:
         parent, _, leaf = path.rpartition(".")
@@ -160,7 +160,7 @@ def same(name, path, want, tol=TOL):
     if isinstance(want, (list, tuple)):
         assert isinstance(got, list) and len(got) == len(want), (path, got, want)
         for k, value in enumerate(want):
-            same(name, f"{path}.{k}", value, tol)
+            assert_same(name, f"{path}.{k}", value, tol)
         return
     if (
         isinstance(want, (bool, str))
@@ -202,14 +202,14 @@ def test_panel_settings_and_readers(name):
     case = CASES[name]
     panel, s = case.panel, case.settings
     m, n = panel.raw.shape
-    same(name, "panel", {
+    assert_same(name, "panel", {
         "panel_id": panel.panel_id, "panel_name": panel.panel_name, "metric": panel.metric,
         "readers": m, "families": len(set(panel.families)), "rows": n,
         "is_binary": ref.is_binary(panel.raw, panel.comp),
     })  # fmt: skip
     settings = dict(vars(s))
     settings["null_seed"] = s.seed + 1 if s.null_seed is None else s.null_seed
-    same(name, "settings", settings)
+    assert_same(name, "settings", settings)
     doc = audited(name)
     assert doc["input_fingerprint"].startswith("sha256:")
     assert doc["input_fingerprint"] == panel.fingerprint()
@@ -225,7 +225,7 @@ def test_panel_settings_and_readers(name):
             "gain": mu_comp - mu_raw,
             **row,
         }
-        same(name, f"readers.{k}", want)
+        assert_same(name, f"readers.{k}", want)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -235,7 +235,7 @@ def test_endpoint_retention(name):
         case.panel.raw, case.panel.comp, case.panel.readers, gap=case.settings.gap
     )
     want = {k: v for k, v in want.items() if not k.endswith("_index")}
-    same(name, "endpoint", want)
+    assert_same(name, "endpoint", want)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -250,7 +250,7 @@ def test_endpoint_bootstraps(name, block, families):
         gap=s.gap, draws=s.draws, seed=s.seed,
     )  # fmt: skip
     share = want.pop("same_pair_share")
-    same(name, block, want)
+    assert_same(name, block, want)
     got = audited(name)[block]["same_pair_share"]
     _CHECKED[name].add(f"{block}.same_pair_share")
     if share is None:
@@ -275,7 +275,7 @@ def test_eiv_with_bootstrap_counts(name, block, headroom):
             "m11", "m22", "m12", "r_unbounded", "r_clipped", "r_psd", "slope", "naive_r",
         )
     }  # fmt: skip
-    same(name, f"{block}.estimate", estimate, tol=1e-9)
+    assert_same(name, f"{block}.estimate", estimate, tol=1e-9)
     got_eig = audited(name)[block]["estimate"]["min_eigenvalue"]
     _CHECKED[name].add(f"{block}.estimate.min_eigenvalue")
     if point is None:
@@ -284,7 +284,7 @@ def test_eiv_with_bootstrap_counts(name, block, headroom):
         assert math.isclose(got_eig, point["min_eigenvalue"], abs_tol=1e-12)
     want["variant"] = "headroom" if headroom else "gain"
     want["seed"] = s.seed
-    same(name, block, want, tol=1e-9)
+    assert_same(name, block, want, tol=1e-9)
 
 
 SPLIT_BLOCKS = (
@@ -319,13 +319,13 @@ def test_split_pass(name):
         retention_threshold=s.retention_threshold, excess_threshold=s.excess_threshold,
     )  # fmt: skip
     doc = audited(name)
-    same(name, "split.splits", s.splits)
-    same(name, "split.seed", s.seed)
-    same(name, "split.gap", s.gap)
+    assert_same(name, "split.splits", s.splits)
+    assert_same(name, "split.seed", s.seed)
+    assert_same(name, "split.gap", s.gap)
     flips = dict(
         want["flips"], gap=s.gap, tie_rule="strict", mcnemar_filter=False, seed=s.seed
     )
-    same(name, "split.flips", flips)
+    assert_same(name, "split.flips", flips)
     failures = []
     for block in SPLIT_BLOCKS:
         if block not in want:
@@ -347,7 +347,7 @@ def test_split_pass(name):
         for key, value in expected.items():
             path = f"split.{block}.{key}"
             try:
-                same(name, path, value, tol=1e-9)
+                assert_same(name, path, value, tol=1e-9)
             except AssertionError as error:
                 why = _known(f"{block}.{key}", name) or _known(block, name)
                 if not why:
@@ -381,7 +381,7 @@ def test_sensitivity_replays(name):
             gap=gap, seed=s.seed, tie_rule=options.get("tie_rule", "strict"),
             mcnemar_filter=options.get("mcnemar_filter", False),
         )  # fmt: skip
-        same(name, f"sensitivity.{label}", want)
+        assert_same(name, f"sensitivity.{label}", want)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -394,7 +394,7 @@ def test_transitions(name):
             assert got["statistic"] is None and got["pvalue"] is None
             _CHECKED[name].add(f"transitions.{test}")
             want.pop(test)
-    same(name, "transitions", want)
+    assert_same(name, "transitions", want)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -407,38 +407,38 @@ def test_resolution_and_token_ratios(name):
     if "token_ratios" in doc:
         kind = "prompt" if p.raw_tokens is not None else "none"
         other = "total"
-        same(name, "token_ratios.token_counts", kind)
-        same(
+        assert_same(name, "token_ratios.token_counts", kind)
+        assert_same(
             name,
             "token_ratios.token_counts_description",
             doc["token_ratios"]["token_counts_description"],
         )
         if kind == "prompt":
-            same(
+            assert_same(
                 name,
                 "token_ratios.prompt_token_ratio",
                 want["median_token_ratio"],
                 1e-9,
             )
-            same(
+            assert_same(
                 name,
                 "token_ratios.prompt_token_cost_ratio",
                 want["median_token_cost_ratio"],
                 1e-9,
             )
-            same(
+            assert_same(
                 name, "token_ratios.prompt_token_cost_iqr", want["token_cost_iqr"], 1e-9
             )
         else:
             other = None
             for k in ("prompt", "total"):
                 for f in ("token_ratio", "token_cost_ratio", "token_cost_iqr"):
-                    same(name, f"token_ratios.{k}_{f}", None)
+                    assert_same(name, f"token_ratios.{k}_{f}", None)
         if other:
             for f in ("token_ratio", "token_cost_ratio", "token_cost_iqr"):
-                same(name, f"token_ratios.{other}_{f}", None)
+                assert_same(name, f"token_ratios.{other}_{f}", None)
     try:
-        same(name, "resolution", want, tol=1e-9)
+        assert_same(name, "resolution", want, tol=1e-9)
     except AssertionError as error:
         pytest.xfail(
             "resolution eligibility uses the mean of paired differences, flips the "
@@ -470,12 +470,12 @@ def test_nulls_within_monte_carlo_bound(name):
     binary = ref.is_binary(p.raw, p.comp)
     for k, kind in enumerate(kinds):
         prefix = f"nulls.{k}"
-        same(name, f"{prefix}.kind", kind)
-        same(name, f"{prefix}.draws", s.null_draws)
-        same(name, f"{prefix}.splits", s.null_splits)
-        same(name, f"{prefix}.seed", s.seed + 1)
-        same(name, f"{prefix}.observed_excess", observed_e)
-        same(name, f"{prefix}.observed_both_half", observed_b)
+        assert_same(name, f"{prefix}.kind", kind)
+        assert_same(name, f"{prefix}.draws", s.null_draws)
+        assert_same(name, f"{prefix}.splits", s.null_splits)
+        assert_same(name, f"{prefix}.seed", s.seed + 1)
+        assert_same(name, f"{prefix}.observed_excess", observed_e)
+        assert_same(name, f"{prefix}.observed_both_half", observed_b)
         # draws whose null panel had no eligible pair: a count of the code's own
         # stream; the reference cannot share it, so check its range and that a
         # panel whose observed split pass found pairs keeps most null draws
@@ -488,7 +488,7 @@ def test_nulls_within_monte_carlo_bound(name):
         )  # fmt: skip
         if (kind == "independent-uniform" and not binary) or observed_e is None:
             for f in fields_:
-                same(name, f"{prefix}.{f}", None)
+                assert_same(name, f"{prefix}.{f}", None)
             continue
         excess, both = ref.null_distribution(
             p.raw, p.comp, kind, draws=max(s.null_draws, 20), splits=s.null_splits,
@@ -554,7 +554,7 @@ def test_replay_fields_and_warnings(name):
         "raw_policy_id": None,
         "warnings": doc["warnings"],
     }
-    same(name, "replay", want)
+    assert_same(name, "replay", want)
     warnings = doc["warnings"]
     _CHECKED[name].add("warnings")
     assert any("No fixed reader count" in w for w in warnings)

@@ -2,7 +2,7 @@
 
 Every test copies a warehouse that already holds the bundled ragscale run (built
 once per session), damages a copy of a real input file, runs the ``ragledger``
-command a user would, and checks with :func:`refused` that the command
+command a user would, and checks with :func:`assert_refused` that the command
 
 - exits 1 with a single ``Error: ...`` line on stderr (no traceback),
 - names the file, the line and the field in that line, and
@@ -90,7 +90,7 @@ def invoke(db: Path, *args: str, env: dict[str, str] | None = None) -> Result:
 
 
 @pytest.fixture
-def refused(db) -> Callable[..., str]:
+def assert_refused(db) -> Callable[..., str]:
     """Run ``ragledger --db DB ARGS``; assert a one-line refusal that changed nothing.
 
     ``where`` is the ``file:line`` (or ``file:line:col``) the message must start

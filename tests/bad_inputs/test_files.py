@@ -51,11 +51,11 @@ def records_jsonl(folder: Path) -> Path:
 # ---------------------------------------------------------------- invalid UTF-8
 
 
-def test_invalid_utf8_in_paired_scores(refused, folder):
+def test_invalid_utf8_in_paired_scores(assert_refused, folder):
     path = folder / "paired_scores.csv"
     line = corrupt(path, "Big Stone Gap", occurrence=3)
     assert line == 4
-    refused(
+    assert_refused(
         "ingest",
         "ragscale",
         str(folder),
@@ -65,13 +65,13 @@ def test_invalid_utf8_in_paired_scores(refused, folder):
     )
 
 
-def test_invalid_utf8_in_the_dataset_jsonl(refused, folder):
+def test_invalid_utf8_in_the_dataset_jsonl(assert_refused, folder):
     path = folder / "hotpotqa_demo_100.jsonl"
     data = path.read_bytes().splitlines(keepends=True)
     assert b"hpqa-0004" in data[4]
     line = corrupt(path, "hpqa-0004")
     assert line == 5
-    refused(
+    assert_refused(
         "ingest",
         "ragscale",
         str(folder),
@@ -81,10 +81,10 @@ def test_invalid_utf8_in_the_dataset_jsonl(refused, folder):
     )
 
 
-def test_invalid_utf8_in_ragscale_yaml(refused, folder):
+def test_invalid_utf8_in_ragscale_yaml(assert_refused, folder):
     path = folder / "ragscale.yaml"
     line = corrupt(path, "Illustration only")
-    refused(
+    assert_refused(
         "ingest",
         "ragscale",
         str(folder),
@@ -93,10 +93,10 @@ def test_invalid_utf8_in_ragscale_yaml(refused, folder):
     )
 
 
-def test_invalid_utf8_in_a_families_csv(refused, tmp_path):
+def test_invalid_utf8_in_a_families_csv(assert_refused, tmp_path):
     path = tmp_path / "families.csv"
     path.write_bytes(b"reader_model,family\nqwen/qwen3-8b,qwen\nacme/m\xff,acme\n")
-    refused(
+    assert_refused(
         "ingest",
         "families",
         str(path),
@@ -106,10 +106,10 @@ def test_invalid_utf8_in_a_families_csv(refused, tmp_path):
     )
 
 
-def test_invalid_utf8_in_a_reader_config(refused, tmp_path):
+def test_invalid_utf8_in_a_reader_config(assert_refused, tmp_path):
     path = tmp_path / "readers.yaml"
     path.write_bytes(b"readers:\n  r:\n    model: openai/caf\xe9\n")
-    refused(
+    assert_refused(
         "replay",
         "--dataset",
         DATASET,
@@ -122,10 +122,10 @@ def test_invalid_utf8_in_a_reader_config(refused, tmp_path):
     )
 
 
-def test_invalid_utf8_in_replay_audit_input(refused, folder):
+def test_invalid_utf8_in_replay_audit_input(assert_refused, folder):
     path = folder / "paired_scores.csv"
     corrupt(path, "Big Stone Gap", occurrence=3)
-    refused(
+    assert_refused(
         "replay-audit",
         "--input",
         str(path),
@@ -144,14 +144,14 @@ def test_records_jsonl_loads_like_the_csv(cli, db, folder):
     assert result.exit_code == 0, result.output
 
 
-def test_a_records_jsonl_row_without_raw_policy_id(refused, folder):
+def test_a_records_jsonl_row_without_raw_policy_id(assert_refused, folder):
     path = records_jsonl(folder)
     lines = path.read_text().splitlines(keepends=True)
     row = json.loads(lines[9])
     del row["raw_policy_id"]
     lines[9] = json.dumps(row) + "\n"
     path.write_text("".join(lines))
-    refused(
+    assert_refused(
         "ingest",
         "ragscale",
         str(folder),
@@ -159,7 +159,7 @@ def test_a_records_jsonl_row_without_raw_policy_id(refused, folder):
         field="column 'raw_policy_id'",
         pattern="missing field",
     )
-    refused(
+    assert_refused(
         "replay-audit",
         "--input",
         str(path),
@@ -176,10 +176,10 @@ def _replay(config: Path) -> tuple[str, ...]:
     return ("replay", "--dataset", DATASET, "--readers", "r", "--config", str(config))
 
 
-def test_timeout_that_is_not_a_number(refused, tmp_path):
+def test_timeout_that_is_not_a_number(assert_refused, tmp_path):
     path = tmp_path / "readers.yaml"
     path.write_text("readers:\n  r:\n    model: openai/m\n    timeout_s: soon\n")
-    refused(
+    assert_refused(
         *_replay(path),
         where=f"{path}:4",
         field="reader 'r': timeout_s 'soon'",
@@ -187,13 +187,13 @@ def test_timeout_that_is_not_a_number(refused, tmp_path):
     )
 
 
-def test_temperature_that_is_not_a_number_names_the_parameter(refused, tmp_path):
+def test_temperature_that_is_not_a_number_names_the_parameter(assert_refused, tmp_path):
     path = tmp_path / "readers.yaml"
     path.write_text(
         "readers:\n  r:\n    model: openai/m\n    parameters:\n"
         "      max_tokens: 16\n      temperature: hot\n"
     )
-    refused(
+    assert_refused(
         *_replay(path),
         where=f"{path}:6",
         field="reader 'r': parameters.temperature 'hot'",
@@ -201,10 +201,10 @@ def test_temperature_that_is_not_a_number_names_the_parameter(refused, tmp_path)
     )
 
 
-def test_unknown_prompt_names_file_and_reader(refused, tmp_path):
+def test_unknown_prompt_names_file_and_reader(assert_refused, tmp_path):
     path = tmp_path / "readers.yaml"
     path.write_text("readers:\n  r:\n    model: openai/m\n    prompt: reader-spn-v1\n")
-    refused(
+    assert_refused(
         *_replay(path),
         where=f"{path}:4",
         field="reader 'r': unknown reader prompt 'reader-spn-v1'",
@@ -212,10 +212,10 @@ def test_unknown_prompt_names_file_and_reader(refused, tmp_path):
     )
 
 
-def test_a_toml_config_names_file_and_field(refused, tmp_path):
+def test_a_toml_config_names_file_and_field(assert_refused, tmp_path):
     path = tmp_path / "readers.toml"
     path.write_text('[readers.r]\nmodel = "openai/m"\ntimeout_s = "soon"\n')
-    message = refused(
+    message = assert_refused(
         *_replay(path), where=str(path), field="timeout_s 'soon'", pattern="number"
     )
     assert message.startswith(f"Error: {path}: reader 'r'")  # TOML gives no line
@@ -236,12 +236,12 @@ def _hundred_rows(folder: Path) -> tuple[Path, list[str]]:
 
 
 def test_an_unbalanced_quote_is_refused_the_same_way_by_ingest_and_replay_audit(
-    refused, folder
+    assert_refused, folder
 ):
     """Issue 11: replay-audit exited 0 and audited 99 of 100 rows."""
     path, _ = _hundred_rows(folder)
     expected = "19 fields where the header has 28"
-    from_ingest = refused(
+    from_ingest = assert_refused(
         "ingest",
         "ragscale",
         str(folder),
@@ -250,13 +250,13 @@ def test_an_unbalanced_quote_is_refused_the_same_way_by_ingest_and_replay_audit(
         where=f"{path}:41",
         pattern=expected,
     )
-    from_audit = refused(
+    from_audit = assert_refused(
         "replay-audit", "--input", str(path), where=f"{path}:41", pattern=expected
     )
     assert from_ingest == from_audit
 
 
-def test_a_quote_that_swallows_the_rest_of_the_file_is_refused(refused, folder):
+def test_a_quote_that_swallows_the_rest_of_the_file_is_refused(assert_refused, folder):
     """A lenient reader would take lines 41-101 as one long last field."""
     lines = csv_lines(folder / "paired_scores.csv")[:101]
     cut = lines[40].rindex(",") + 1
@@ -267,17 +267,17 @@ def test_a_quote_that_swallows_the_rest_of_the_file_is_refused(refused, folder):
         ("ingest", "ragscale", str(folder), "--scores", str(path)),
         ("replay-audit", "--input", str(path)),
     ):
-        refused(
+        assert_refused(
             *command, where=f"{path}:41", pattern="malformed CSV quoting.*unbalanced"
         )
 
 
-def test_a_short_row_is_refused_by_replay_audit(refused, folder):
+def test_a_short_row_is_refused_by_replay_audit(assert_refused, folder):
     lines = csv_lines(folder / "paired_scores.csv")[:101]
     lines[40] = ",".join(lines[40].split(",")[:10]) + "\r\n"
     path = folder / "short.csv"
     path.write_text("".join(lines), encoding="utf-8", newline="")
-    refused(
+    assert_refused(
         "replay-audit",
         "--input",
         str(path),
@@ -289,7 +289,7 @@ def test_a_short_row_is_refused_by_replay_audit(refused, folder):
 # ---------------------------------------------------------------- matrix keys
 
 
-def test_a_matrix_method_of_three_spaces(refused, tmp_path):
+def test_a_matrix_method_of_three_spaces(assert_refused, tmp_path):
     path = tmp_path / "interaction_matrix.csv"
     rows = [
         {
@@ -308,7 +308,7 @@ def test_a_matrix_method_of_three_spaces(refused, tmp_path):
         writer = csv.DictWriter(handle, fieldnames=MATRIX_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    refused(
+    assert_refused(
         "ingest",
         "matrix",
         str(path),
@@ -321,23 +321,23 @@ def test_a_matrix_method_of_three_spaces(refused, tmp_path):
 # ---------------------------------------------------------------- clear messages
 
 
-def test_a_yaml_error_is_one_line_with_line_and_column(refused, folder):
+def test_a_yaml_error_is_one_line_with_line_and_column(assert_refused, folder):
     path = folder / "ragscale.yaml"
     lines = path.read_text().splitlines(keepends=True)
     assert lines[10].startswith("  name: hotpotqa-demo-100")
     lines[10] = "  name: [hotpotqa-demo-100\n"  # a flow sequence never closed
     path.write_text("".join(lines))
-    message = refused(
+    message = assert_refused(
         "ingest", "ragscale", str(folder), where=f"{path}", pattern="not valid YAML"
     )
     assert message.startswith(f"Error: {path}:12:14: not valid YAML: while parsing")
     assert "(started at line 11)" in message
 
 
-def test_a_missing_dataset_named_by_ragscale_yaml_is_named(refused, folder):
+def test_a_missing_dataset_named_by_ragscale_yaml_is_named(assert_refused, folder):
     (folder / "hotpotqa_demo_100.jsonl").unlink()
     path = folder / "ragscale.yaml"
-    refused(
+    assert_refused(
         "ingest",
         "ragscale",
         str(folder),
@@ -347,13 +347,13 @@ def test_a_missing_dataset_named_by_ragscale_yaml_is_named(refused, folder):
     )
 
 
-def test_dataset_of_the_wrong_type_in_ragscale_yaml(refused, folder):
+def test_dataset_of_the_wrong_type_in_ragscale_yaml(assert_refused, folder):
     path = folder / "ragscale.yaml"
     text = path.read_text()
     start = text.index("dataset:\n")
     end = text.index("\npipeline:")
     path.write_text(text[:start] + "dataset: hotpotqa_demo_100.jsonl\n" + text[end:])
-    message = refused(
+    message = assert_refused(
         "ingest", "ragscale", str(folder), where=str(path), pattern="must be a mapping"
     )
     assert "column 'dataset'" in message
@@ -368,14 +368,14 @@ def test_clean_files_still_load(cli, fingerprint_of, db, folder):
     assert fingerprint_of(db) == before
 
 
-def test_replay_audit_on_a_records_jsonl_with_bad_bytes_or_json(refused, folder):
+def test_replay_audit_on_a_records_jsonl_with_bad_bytes_or_json(assert_refused, folder):
     path = records_jsonl(folder)
     lines = path.read_bytes().splitlines(keepends=True)
     bad_bytes = folder / "bytes.jsonl"
     bad_bytes.write_bytes(
         b"".join([*lines[:5], b'{"question": "caf\xe9"}\n', *lines[5:]])
     )
-    refused(
+    assert_refused(
         "replay-audit",
         "--input",
         str(bad_bytes),
@@ -385,7 +385,7 @@ def test_replay_audit_on_a_records_jsonl_with_bad_bytes_or_json(refused, folder)
     )
     bad_json = folder / "json.jsonl"
     bad_json.write_bytes(b"".join([*lines[:5], b"{bad json\n", *lines[5:]]))
-    refused(
+    assert_refused(
         "replay-audit",
         "--input",
         str(bad_json),

@@ -81,7 +81,9 @@ def check_readers(results: dict, states: set[tuple[int, int]], first, last) -> N
     assert results["attach"]["seen"][-1] == last, "the attach reader never saw the end"
 
 
-def run_readers_during_jobs(db, matrix, folder, env=None) -> None:
+def assert_readers_see_committed_states_during_jobs(
+    db, matrix, folder, env=None
+) -> None:
     first = _counts(db, env)
     polling = _start_readers(db, folder, env=env)
     try:
@@ -103,7 +105,9 @@ def run_readers_during_jobs(db, matrix, folder, env=None) -> None:
 def test_readers_see_only_committed_states_while_ingest_and_build_run(
     built_lake, matrix_files, tmp_path
 ):
-    run_readers_during_jobs(built_lake, matrix_files["b"], tmp_path)
+    assert_readers_see_committed_states_during_jobs(
+        built_lake, matrix_files["b"], tmp_path
+    )
 
 
 def _run_together(db, *commands):

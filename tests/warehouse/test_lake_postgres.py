@@ -24,7 +24,9 @@ from pathlib import Path
 import pytest
 
 from tests.warehouse.lake_support import cli_env, ragledger, sql_json
-from tests.warehouse.test_lake_concurrency import run_readers_during_jobs
+from tests.warehouse.test_lake_concurrency import (
+    assert_readers_see_committed_states_during_jobs,
+)
 
 
 def _postgres_bin() -> Path | None:
@@ -191,4 +193,6 @@ def test_concurrency_on_a_postgres_catalog(postgres, matrix_files, tmp_path):
     ragledger(db, "build", env=env)
     folder = tmp_path / "readers"
     folder.mkdir()
-    run_readers_during_jobs(db, matrix_files["b"], folder, env=env)
+    assert_readers_see_committed_states_during_jobs(
+        db, matrix_files["b"], folder, env=env
+    )

@@ -291,22 +291,6 @@ SPLIT_BLOCKS = (
     "both_half", "held_out", "disjoint_correlation", "mcnemar", "crossfit_resolution",
     "screen",
 )  # fmt: skip
-#: fields where the reference and the code disagree today, with the bug's name
-KNOWN = {
-    ("disjoint_correlation", "identical-9x100"): "disjoint-row r has no tolerance: "
-    "rounding residue of identical readers gives r = +-1 [engineer 13b]",
-    ("mcnemar.median_raw_significant_pairs", None): "median over all splits, not over "
-    "splits with a raw-significant pair [engineer 13b]",
-    (
-        "crossfit_resolution",
-        None,
-    ): "cross-fit: a zero T raw difference gives rho = +-inf, "
-    "+inf passes rho > 0 and enters as a ratio of 0 [engineer 13b]",
-}
-
-
-def _known(block, name):
-    return KNOWN.get((block, name)) or KNOWN.get((block, None))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -326,7 +310,6 @@ def test_split_pass(name):
         want["flips"], gap=s.gap, tie_rule="strict", mcnemar_filter=False, seed=s.seed
     )
     assert_same(name, "split.flips", flips)
-    failures = []
     for block in SPLIT_BLOCKS:
         if block not in want:
             assert doc["split"][block] is None and doc["split"].get(
@@ -345,16 +328,7 @@ def test_split_pass(name):
             expected["retention_threshold"] = s.retention_threshold
             expected["excess_threshold"] = s.excess_threshold
         for key, value in expected.items():
-            path = f"split.{block}.{key}"
-            try:
-                assert_same(name, path, value, tol=1e-9)
-            except AssertionError as error:
-                why = _known(f"{block}.{key}", name) or _known(block, name)
-                if not why:
-                    raise
-                failures.append(f"{why}: {error}")
-    if failures:
-        pytest.xfail("; ".join(failures))
+            assert_same(name, f"split.{block}.{key}", value, tol=1e-9)
 
 
 @pytest.mark.parametrize("name", ["ties-20x300", "continuous-12x200"])
@@ -437,13 +411,7 @@ def test_resolution_and_token_ratios(name):
         if other:
             for f in ("token_ratio", "token_cost_ratio", "token_cost_iqr"):
                 assert_same(name, f"token_ratios.{other}_{f}", None)
-    try:
-        assert_same(name, "resolution", want, tol=1e-9)
-    except AssertionError as error:
-        pytest.xfail(
-            "resolution eligibility uses the mean of paired differences, flips the "
-            f"difference of means; at exactly 5pp they disagree [engineer 13b]: {error}"
-        )
+    assert_same(name, "resolution", want, tol=1e-9)
 
 
 def _median_se(values):

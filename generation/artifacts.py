@@ -15,7 +15,11 @@ Rules:
   reused untouched (recompiling is a no-op); a changed pool or raw evidence is
   refused for that item;
 * a missing model fails before any work; every item is written in its own
-  transaction (artifact + compilation + metrics together).
+  transaction (artifact + compilation + metrics together, plus the chunk
+  embeddings first computed for that item: a policy that embeds chunks, dense
+  and dense_rerank, reads and queues them through one
+  :class:`generation.embeddings.EmbeddingStore` per compile, so a haystack shared
+  by items, budgets, policies or runs is embedded once).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 import duckdb
 
+from generation.embeddings import EmbeddingStore
 from generation.evidence import GoldSpan, evidence_metrics
 from generation.policies import PASSAGE_SEPARATOR, Evidence, Policy
 from warehouse import transaction
@@ -53,14 +58,40 @@ class CompileSummary:
     tokens_in: int
     tokens_out: int
     refusals: tuple[str, ...] = field(default_factory=tuple)
+    #: chunk vectors the embedding model computed (stored in raw.embeddings)
+    chunks_embedded: int = 0
+    #: chunk vectors read from raw.embeddings or this compile's memory instead
+    chunks_reused: int = 0
 
     def line(self) -> str:
-        return (
+        text = (
             f"{self.policy_id} @ {self.budget_tokens or 'no budget'} on {self.dataset_id}: "
             f"{self.made} made, {self.reused} reused, {self.refused} refused, "
             f"{self.skipped} without a pool; tokens {self.tokens_in} in, "
             f"{self.tokens_out} out"
         )
+        if self.chunks_embedded or self.chunks_reused:
+            text += (
+                f"; chunks {self.chunks_embedded} embedded, {self.chunks_reused} reused"
+            )
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary as JSON-ready values (``ragledger compile --json``)."""
+        return {
+            "dataset_id": self.dataset_id,
+            "policy_id": self.policy_id,
+            "budget_tokens": self.budget_tokens,
+            "made": self.made,
+            "reused": self.reused,
+            "refused": self.refused,
+            "skipped": self.skipped,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_reused": self.chunks_reused,
+            "refusals": list(self.refusals),
+        }
 
 
 @dataclass(frozen=True)
@@ -190,6 +221,9 @@ def compile_dataset(
     _start_run(con, run_id, dataset_id, policy, budget_tokens)
     made = reused = refused = skipped = tokens_in = tokens_out = 0
     refusals: list[str] = []
+    embeddings = EmbeddingStore(con)
+    attach = getattr(policy.impl, "use_embedding_store", None)
+    previous_store = attach(embeddings) if attach is not None else None
     progress.start(len(items), f"compile {policy.policy_id}")
     try:
         for item in items:
@@ -230,17 +264,20 @@ def compile_dataset(
                     gold.get(item.item_id, []),
                     run_id,
                 )
+                embeddings.write_pending()
+            embeddings.committed()
             made += 1
             tokens_in += evidence.source_tokens
             tokens_out += evidence.selected_tokens
             progress.advance(1, made=1)
     except BaseException:
-        _finish_run(con, run_id, "failed")
+        _finish_run(con, run_id, "failed", {"made": made, **embeddings.counts()})
         raise
     finally:
         progress.finish()
-    _finish_run(con, run_id, "finished")
-    return CompileSummary(
+        if attach is not None:
+            attach(previous_store)
+    summary = CompileSummary(
         dataset_id,
         policy.policy_id,
         budget_tokens,
@@ -251,7 +288,13 @@ def compile_dataset(
         tokens_in,
         tokens_out,
         tuple(refusals),
+        embeddings.embedded,
+        embeddings.reused,
     )
+    counts = summary.as_dict()
+    del counts["refusals"]
+    _finish_run(con, run_id, "finished", counts)
+    return summary
 
 
 def _store(
@@ -402,5 +445,5 @@ def _start_run(con, run_id: str, dataset_id: str, policy: Policy, budget: int) -
     start_run(con, "compile", f"compile --policy {policy.name}", config, run_id=run_id)
 
 
-def _finish_run(con, run_id: str, status: str) -> None:
-    finish_run(con, run_id, status)
+def _finish_run(con, run_id: str, status: str, counts: dict[str, Any]) -> None:
+    finish_run(con, run_id, status, counts)

@@ -186,6 +186,7 @@ TABLES: dict[str, RawTable] = {
         RawTable(
             "raw.panel_definitions", ("panel_definition_name",), "replace", "created_at"
         ),
+        RawTable("raw.embeddings", ("model", "text_sha256"), "content", "created_at"),
         RawTable("analysis.audits", ("audit_id",), "replace"),
         RawTable("analysis.statistics", ("audit_id", "statistic"), "replace"),
         RawTable("analysis.reader_results", ("audit_id", "reader_id"), "replace"),

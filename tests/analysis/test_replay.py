@@ -223,3 +223,28 @@ def test_full_sample_counts_by_hand():
     assert got.full_sample_eligible_pairs == 3
     # compressed means .25, .75, .5: every pair reverses
     assert got.full_sample_compressed_reversals == 3
+
+
+def test_split_replay_passes_every_option_and_its_defaults(panel20):
+    """split_replay is split_audit's section 4 with the same options and defaults
+    (seed 20260821, gap 0.05, strict ties, no McNemar filter); the options change it."""
+    raw, comp, readers, families = panel20
+    raw, comp, readers, families = raw[:8], comp[:8], readers[:8], families[:8]
+    options = dict(gap=0.1, splits=12, seed=5, tie_rule="exclude", mcnemar_filter=True)
+    got = split_replay(raw, comp, batch=5, **options).to_dict()
+    want = split_audit(raw, comp, families, readers, **options).flips.to_dict()
+    assert got == want
+    assert (got["gap"], got["tie_rule"], got["mcnemar_filter"]) == (
+        0.1,
+        "exclude",
+        True,
+    )
+    default = split_replay(raw, comp, splits=12).to_dict()
+    want = split_audit(
+        raw, comp, families, readers, splits=12, seed=20260821, gap=0.05
+    ).flips.to_dict()
+    assert default == want
+    assert (default["seed"], default["gap"], default["tie_rule"]) == (
+        20260821, 0.05, "strict",
+    )  # fmt: skip
+    assert default["mcnemar_filter"] is False

@@ -9,6 +9,7 @@ import pytest
 
 from analysis.declared_pair import declared_pair, pair_input_from_panel
 from analysis.ragscale_files import panel_from_ragscale, read_ragscale_file
+from tests.analysis.mutation_stats import module_scope
 
 METRICS = ["exact_match", "token_f1", "judge_match"]  # ragscale.yaml's order
 RUN_SEED = 20260821
@@ -19,7 +20,7 @@ def published(example_dir):
     return json.loads((example_dir / "summary.json").read_text())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=module_scope)
 def results(example_dir, published):
     source = read_ragscale_file(example_dir / "paired_scores.csv")
     out = {}

@@ -22,6 +22,7 @@ import pytest
 from analysis.audit import AuditSettings, audit_panel, pair_audit, replay_audit_file
 from analysis.panel import PanelArrays
 from tests.analysis import reference as ref
+from tests.analysis.mutation_stats import collecting_stats
 from tests.analysis.simulate import binary_panel, continuous_panel
 
 TOL = 1e-12
@@ -114,10 +115,10 @@ _CHECKED: dict[str, set[str]] = {}
 
 def audited(name):
     """The panel block (``to_dict()``) of one case, computed once per session."""
-    if name not in _AUDITS:
+    if name not in _AUDITS or collecting_stats():
         case = CASES[name]
         _AUDITS[name] = audit_panel(case.panel, case.settings).to_dict()
-        _CHECKED[name] = set()
+        _CHECKED.setdefault(name, set())
     return _AUDITS[name]
 
 

@@ -13,6 +13,7 @@ from analysis.audit import AuditSettings, audit_panel, summary
 from analysis.formatting import fixed, num, pct, pp, signed
 from analysis.panel import PanelArrays
 from analysis.report import CSS, html_report, markdown_report, png_size
+from tests.analysis.mutation_stats import module_scope
 from tests.analysis.simulate import binary_panel
 
 SMALL = AuditSettings(draws=60, splits=60, null_draws=3, null_splits=10)
@@ -67,7 +68,7 @@ def test_report_of_a_tiny_negative_gain_prints_zero():
     assert "| r1 | b | 20.0% | 20.0% | 0.0pp |" in text
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=module_scope)
 def html():
     raw, comp, readers, families = binary_panel(m=20, n=120, seed=1, families=4)
     panel = PanelArrays(

@@ -17,6 +17,7 @@ import pytest
 import analysis.store as store
 from analysis.audit import AuditSettings, audit_panel, pair_audit
 from analysis.panel import PanelArrays
+from tests.analysis.mutation_stats import module_scope
 from tests.analysis.simulate import binary_panel
 from warehouse.errors import WarehouseError
 
@@ -40,7 +41,7 @@ def analysis_schema(path: Path, *, keys: bool = True) -> duckdb.DuckDBPyConnecti
     return con
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=module_scope)
 def audits():
     raw, comp, readers, families = binary_panel(m=6, n=60, seed=3, families=3)
     panel = PanelArrays(

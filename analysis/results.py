@@ -59,11 +59,6 @@ NOT_JSON = {
 }
 
 
-def finite_or_nan(value: Any) -> float:
-    """A float, with None mapped to NaN."""
-    return float("nan") if value is None else float(value)
-
-
 @dataclass(frozen=True)
 class Interval:
     """A two-sided interval; either end may be undefined (NaN)."""

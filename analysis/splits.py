@@ -67,11 +67,6 @@ def separated(difference: np.ndarray, gap: float) -> np.ndarray:
     return np.abs(difference) >= gap
 
 
-def oriented_reversal(d_select: np.ndarray, d_score: np.ndarray) -> np.ndarray:
-    """``d_score`` has the strictly opposite sign of ``d_select`` (a tie is not a reversal)."""
-    return ((d_select > 0) & (d_score < 0)) | ((d_select < 0) & (d_score > 0))
-
-
 def permutations(rng: np.random.Generator, n: int, count: int) -> np.ndarray:
     """``count`` successive ``rng.permutation(n)`` calls, stacked (the split sequence)."""
     if count == 0:

@@ -23,18 +23,6 @@ from scipy.stats import chi2
 
 from analysis.results import ResultMixin, StatRow
 
-LABELS = ("rescued", "damaged", "unchanged_correct", "unchanged_wrong")
-
-
-def transition_labels(raw: np.ndarray, comp: np.ndarray) -> np.ndarray:
-    """Per-cell label (object array); None where the cell is not 0/1."""
-    out = np.full(raw.shape, None, dtype=object)
-    out[(raw == 0) & (comp == 1)] = "rescued"
-    out[(raw == 1) & (comp == 0)] = "damaged"
-    out[(raw == 1) & (comp == 1)] = "unchanged_correct"
-    out[(raw == 0) & (comp == 0)] = "unchanged_wrong"
-    return out
-
 
 @dataclass(frozen=True)
 class ChiSquare(ResultMixin):

@@ -1,4 +1,4 @@
-"""Model judges: a generic yes/no correctness judge and the LongMemEval rubric.
+"""Model judges: a generic yes/no correctness judge and the benchmarks' own judges.
 
 A judge runs through the same backends and retry policy as readers. It grades
 stored generations (``ok`` or ``empty``) and writes one ``raw.judge_verdicts`` row
@@ -6,27 +6,38 @@ per judge call key plus a score in ``raw.scores`` (metric ``judge_match`` unless
 configured). An unparseable reply is an ``error`` score (null), never a "wrong";
 a later run asks again. An empty answer scores 0 without a call.
 
+Rubrics
+-------
+A dataset whose benchmark has its own judge (:data:`BENCHMARK_JUDGES`, from the
+scorer registry's defaults) is graded by that judge, whatever rubric the judge
+config names: LongMemEval by its question-type yes/no prompts (metric
+``judge_match``), LOONG by its 1-100 rating prompt (metric ``perfect_rate``).
+Other datasets use the configured rubric (``yes_no`` or ``longmemeval``). The
+prompts and reply rules live once, in :mod:`generation.scorers.longmemeval` and
+:mod:`generation.scorers.loong`.
+
 Verdict parsing
 ---------------
 ``yes_no``: strip whitespace and one trailing ``.``/``!``, lowercase;
 {yes, 1, true, correct} -> 1 and {no, 0, false, incorrect} -> 0.
 ``longmemeval``: the reply must be yes or no with an optional ``.`` or ``!``
 (case-insensitive), as the context-selection protocol resolves it; upstream's
-``'yes' in reply`` would count "not yes" as correct.
-
-The LongMemEval templates are the published ones (``get_anscheck_prompt`` in
-``evaluate_qa.py``), chosen by question type; an item id containing ``_abs``
-uses the abstention template.
+``'yes' in reply`` would count "not yes" as correct. An item id containing
+``_abs`` uses the abstention template.
+``loong``: LOONG's ``extract_number`` (first ``[[n]]``, else first ``[n]``);
+verdict 1 iff the rating is exactly 100 (Perfect Rate); the rating is kept in
+the score's ``detail_json`` (``rating``, ``judge_out_of_range``). LOONG's
+replies carry an explanation before the rating: give the judge room
+(``max_tokens`` of 300 or more).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import duckdb
@@ -40,7 +51,9 @@ from generation.backends.retry import (
 )
 from generation.prompts import PromptTemplate
 from generation.readers import JudgeSpec
-from generation.scorers.longmemeval import TEMPLATES
+from generation.scorers import longmemeval, loong
+from generation.scorers.longmemeval import TEMPLATES, VerdictError
+from generation.scorers.registry import BENCHMARK_DEFAULTS
 from warehouse import transaction
 from warehouse.errors import WarehouseError
 from warehouse.hashing import canonical_json, sha256_json
@@ -63,23 +76,31 @@ YES_NO_JUDGE = PromptTemplate(
 #: LongMemEval's question-type judge prompts (one copy: generation/scorers/longmemeval.py)
 LONGMEMEVAL_TEMPLATES: dict[str, str] = dict(TEMPLATES)
 
+#: The rubric of each judge scorer a benchmark may name as its default.
+_RUBRICS = {
+    longmemeval.SCORER.scorer_id: "longmemeval",
+    loong.SCORER.scorer_id: "loong",
+}
+#: Benchmark -> (rubric, metric, scorer id) of the benchmark's own judge.
+BENCHMARK_JUDGES: dict[str, tuple[str, str, str]] = {
+    benchmark: (_RUBRICS[scorer_id], metric, scorer_id)
+    for benchmark, metrics in BENCHMARK_DEFAULTS.items()
+    for metric, scorer_id in metrics.items()
+    if scorer_id in _RUBRICS
+}
+
 _YES = frozenset({"yes", "1", "true", "correct"})
 _NO = frozenset({"no", "0", "false", "incorrect"})
-_STRICT = re.compile(r"^\s*(yes|no)[.!]?\s*$", re.IGNORECASE)
-
-
-class VerdictError(ValueError):
-    """A judge reply that is not a verdict."""
 
 
 def parse_verdict(reply: str | None, *, strict: bool = False) -> float:
-    """1.0 or 0.0 from a judge reply; raise :class:`VerdictError` otherwise."""
-    text = (reply or "").strip()
+    """1.0 or 0.0 from a judge reply; raise :class:`VerdictError` otherwise.
+
+    ``strict``: LongMemEval's rule (:func:`generation.scorers.longmemeval.parse_reply`).
+    """
     if strict:
-        match = _STRICT.match(text)
-        if not match:
-            raise VerdictError(f"judge reply is not yes/no: {text[:80]!r}")
-        return 1.0 if match.group(1).lower() == "yes" else 0.0
+        return longmemeval.parse_reply(reply)
+    text = (reply or "").strip()
     token = text[:-1] if text.endswith((".", "!")) else text
     token = token.strip().lower()
     if token in _YES:
@@ -93,13 +114,47 @@ def longmemeval_messages(
     question_type: str, question: str, answer: str, response: str, *, abstention: bool
 ) -> list[dict[str, str]]:
     """The LongMemEval judge prompt as one user message (no system prompt)."""
-    key = "abstention" if abstention else question_type
-    if key not in LONGMEMEVAL_TEMPLATES:
-        raise WarehouseError(
-            f"no LongMemEval judge template for question type {question_type!r}"
-        )
-    content = LONGMEMEVAL_TEMPLATES[key].format(question, answer, response)
+    content = longmemeval.anscheck_prompt(
+        question_type, question, answer, response, abstention=abstention
+    )
     return [{"role": "user", "content": content}]
+
+
+def loong_messages(
+    item_id: str,
+    question: str,
+    gold: str,
+    prediction: str,
+    metadata: dict[str, Any],
+    question_type: str | None,
+) -> list[dict[str, str]]:
+    """LOONG's evaluation prompt as one user message (no system prompt), as
+    ``get_evaluate_prompts`` builds it from the row's instruction and template."""
+    instruction = metadata.get("instruction")
+    if not isinstance(instruction, str):
+        raise WarehouseError(
+            f"LOONG item {item_id}: raw.items.metadata_json has no 'instruction' "
+            "(the judge prompt needs it); load the dataset with ragledger ingest "
+            "benchmark loong"
+        )
+    content = loong.judge_prompt(
+        question,
+        instruction,
+        gold,
+        prediction,
+        prompt_template=metadata.get("prompt_template") or loong.FINANCIAL_TEMPLATE,
+        doc_type=question_type or "financial",
+    )
+    return [{"role": "user", "content": content}]
+
+
+def judge_for_dataset(judge: JudgeSpec, benchmark: str | None) -> JudgeSpec:
+    """``judge`` with the rubric and metric of the benchmark's own judge, if any."""
+    own = BENCHMARK_JUDGES.get((benchmark or "").lower())
+    if own is None:
+        return judge
+    rubric, metric, _ = own
+    return replace(judge, rubric=rubric, metric=metric)
 
 
 def judge_messages(
@@ -110,8 +165,18 @@ def judge_messages(
     references: Sequence[str],
     question_type: str | None,
     prediction: str,
+    metadata: dict[str, Any] | None = None,
 ) -> list[dict[str, str]]:
     """The messages ``judge`` sends for one prediction."""
+    if judge.rubric == "loong":
+        return loong_messages(
+            item_id,
+            question,
+            references[0] if references else "",
+            prediction,
+            metadata or {},
+            question_type,
+        )
     if judge.rubric == "longmemeval":
         return longmemeval_messages(
             question_type or "",
@@ -131,9 +196,27 @@ def judge_messages(
 
 def judge_prompt_hash(judge: JudgeSpec) -> str:
     """Hash of the judge's template(s): changing the wording changes every key."""
+    if judge.rubric == "loong":
+        return sha256_json(
+            {
+                "name": loong.SCORER.scorer_id,
+                "prompt": loong.PROMPT,
+                "template": loong.FINANCIAL_TEMPLATE,
+            }
+        )
     if judge.rubric == "longmemeval":
         return sha256_json({"name": "longmemeval-anscheck", **LONGMEMEVAL_TEMPLATES})
     return YES_NO_JUDGE.hash
+
+
+def verdict_of(rubric: str, reply: str | None) -> tuple[float, dict[str, Any]]:
+    """(verdict, extra score detail) of one reply under ``rubric``; raises
+    :class:`VerdictError` for a reply that holds no verdict."""
+    if rubric == "loong":
+        rating = loong.rating_of(reply)
+        detail = {"rating": rating, "judge_out_of_range": loong.is_out_of_range(rating)}
+        return float(loong.is_perfect(rating)), detail
+    return parse_verdict(reply, strict=rubric == "longmemeval"), {}
 
 
 @dataclass(frozen=True)
@@ -160,13 +243,19 @@ def judge_generations(
     run_id: str | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> JudgeSummary:
-    """Grade every ``ok``/``empty`` generation of ``dataset_id`` not yet judged."""
+    """Grade every ``ok``/``empty`` generation of ``dataset_id`` not yet judged.
+
+    A dataset whose benchmark has its own judge is graded by it
+    (:func:`judge_for_dataset`).
+    """
     clock = time.perf_counter()
+    judge = judge_for_dataset(judge, _benchmark(con, dataset_id))
     prompt_hash = judge_prompt_hash(judge)
     version = f"judge:{judge.judge_id}:{judge.rubric}:{prompt_hash[7:23]}"
     query = (
         "select g.generation_id, g.item_id, g.answer, g.status, i.question, "
-        "i.reference_answers_json, i.question_type, s.status, s.scorer_version "
+        "i.reference_answers_json, i.question_type, s.status, s.scorer_version, "
+        "i.metadata_json "
         "from raw.generations g join raw.items i using (dataset_id, item_id) "
         "left join raw.scores s on s.generation_id = g.generation_id and s.metric = ? "
         "where g.dataset_id = ? and g.status in ('ok', 'empty')"
@@ -194,12 +283,26 @@ def judge_generations(
     )
     todo: list[dict[str, Any]] = []
     reused = 0
-    for gid, item_id, answer, status, question, refs, qtype, score_status, sv in rows:
+    for row in rows:
+        gid, item_id, answer, status, question, refs, qtype, score_status, sv = row[:9]
         if gid in done or (score_status == "ok" and sv != version):
             reused += 1  # judged by this judge, or scored by another judge already
             continue
         references = json.loads(refs)
         references = [references] if isinstance(references, str) else references
+        references = [str(ref) for ref in references]
+        empty = status == "empty" or not (answer or "").strip()
+        messages = None
+        if not empty:  # built before any call, so a bad item stops the run early
+            messages = judge_messages(
+                judge,
+                item_id=item_id,
+                question=question,
+                references=references,
+                question_type=qtype,
+                prediction=answer or "",
+                metadata=json.loads(row[9] or "{}"),
+            )
         call_id = sha256_json(
             {
                 "judge_id": judge.judge_id,
@@ -214,11 +317,8 @@ def judge_generations(
                 "call_id": call_id,
                 "generation_id": gid,
                 "item_id": item_id,
-                "answer": answer or "",
-                "empty": status == "empty" or not (answer or "").strip(),
-                "question": question,
-                "references": [str(ref) for ref in references],
-                "question_type": qtype,
+                "empty": empty,
+                "messages": messages,
                 "prior": int(prior.get(call_id, 0)),
             }
         )
@@ -229,16 +329,8 @@ def judge_generations(
     def work(task: dict[str, Any]) -> tuple[dict[str, Any], CallOutcome | None]:
         if task["empty"]:
             return task, None
-        messages = judge_messages(
-            judge,
-            item_id=task["item_id"],
-            question=task["question"],
-            references=task["references"],
-            question_type=task["question_type"],
-            prediction=task["answer"],
-        )
         assert backend is not None
-        return task, call_with_retries(backend, messages, judge.params, retry)
+        return task, call_with_retries(backend, task["messages"], judge.params, retry)
 
     counts = {"judged": 0, "verdict_errors": 0, "call_errors": 0, "empty": 0}
     progress.start(len(todo), f"judge {judge.judge_id}")
@@ -276,7 +368,6 @@ def _write(
     run_id: str | None,
     counts: dict[str, int],
 ) -> None:
-    strict = judge.rubric == "longmemeval"
     with transaction(con):
         for task, outcome in batch:
             call_id, gid = task["call_id"], task["generation_id"]
@@ -310,17 +401,22 @@ def _write(
                     )  # fmt: skip
                 response = outcome.response
                 reply = response.text if response is not None else None
+                extra: dict[str, Any] = {}
                 if outcome.status == "error":
                     verdict, error = None, outcome.error
                     counts["call_errors"] += 1
                 else:
                     try:
-                        verdict = parse_verdict(reply, strict=strict)
+                        verdict, extra = verdict_of(judge.rubric, reply)
                         counts["judged"] += 1
                     except VerdictError as problem:
                         verdict, error = None, str(problem)
                         counts["verdict_errors"] += 1
-                detail = {"judge_call_id": call_id, "reply": (reply or "")[:200]}
+                detail = {
+                    "judge_call_id": call_id,
+                    "reply": (reply or "")[:200],
+                    **extra,
+                }
             status = "ok" if verdict is not None else "error"
             con.execute(
                 "delete from raw.judge_verdicts where judge_call_id = ?", [call_id]
@@ -345,3 +441,10 @@ def _write(
                 "scorer_version, detail_json) values (?, ?, ?, ?, ?, ?)",
                 [gid, judge.metric, verdict, status, version, canonical_json(detail)],
             )
+
+
+def _benchmark(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str | None:
+    row = con.execute(
+        "select benchmark from raw.datasets where dataset_id = ?", [dataset_id]
+    ).fetchone()
+    return row[0] if row else None

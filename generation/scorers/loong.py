@@ -1,13 +1,21 @@
 """LOONG's 1-100 judge and its Perfect Rate (``MozerWang/Loong``
 ``src/utils/prompt.py`` ``get_evaluate_prompts``, ``src/utils/metric.py``).
 
-The judge sees upstream's evaluation prompt: [Question] (the row's prompt
-template with ``{docs}`` removed, so ``"\\n\\n" + instruction + "\\n\\n" +
-question``), [Gold Answer] and the predicted answer, and rates it 1-100 as
-``[[score]]``. ``extract_number``: the first ``[[num]]``, else the first
-``[num]`` (an unsigned decimal); none -> malformed (no score). Perfect Rate:
-an item is correct iff its rating is exactly 100. Ratings outside 1-100 are
-kept in the score detail and flagged ``judge_out_of_range``.
+The judge sees upstream's evaluation prompt (:data:`PROMPT`, one user message,
+no system prompt) with three slots filled by ``str.format``: [Question], the
+row's ``prompt_template`` with ``{docs}`` removed (kept for ``paper`` rows, as
+upstream does), then ``{question}`` and then ``{instruction}`` filled in
+(:func:`evaluation_question`; every row ragledger loads uses
+:data:`FINANCIAL_TEMPLATE`, so the slot is ``"\n\n" + instruction + "\n\n" +
+question``); [Gold Answer], ``str(answer)``; and the predicted answer. It rates
+the answer 1-100 as ``[[score]]``. ``extract_number``: the first ``[[num]]``,
+else the first ``[num]`` (an unsigned decimal); none -> malformed (no score,
+so not in the Perfect Rate's denominator, as upstream's ``effective_samples``).
+Perfect Rate: an item is correct iff its rating is exactly 100. Ratings outside
+1-100 are kept in the score detail and flagged ``judge_out_of_range``.
+
+:mod:`generation.judges` sends this prompt for every dataset whose benchmark is
+``loong`` and stores the Perfect Rate verdict under metric ``perfect_rate``.
 """
 
 from __future__ import annotations
@@ -50,9 +58,39 @@ _DOUBLE = re.compile(r"\[\[([0-9]*\.?[0-9]+)\]\]")
 _SINGLE = re.compile(r"\[([0-9]*\.?[0-9]+)\]")
 
 
-def judge_prompt(question: str, instruction: str, gold: str, prediction: str) -> str:
+#: The ``prompt_template`` of every English level-1 financial row of ``data/loong.jsonl``
+FINANCIAL_TEMPLATE = "{docs}\n\n{instruction}\n\n{question}"
+
+
+def evaluation_question(
+    question: str,
+    instruction: str,
+    *,
+    prompt_template: str = FINANCIAL_TEMPLATE,
+    doc_type: str = "financial",
+) -> str:
+    """The [Question] slot: ``get_evaluate_prompts``' rewrite of the row's template."""
+    if doc_type != "paper":
+        prompt_template = prompt_template.replace("{docs}", "")
+    return prompt_template.replace("{question}", question).replace(
+        "{instruction}", instruction
+    )
+
+
+def judge_prompt(
+    question: str,
+    instruction: str,
+    gold: str,
+    prediction: str,
+    *,
+    prompt_template: str = FINANCIAL_TEMPLATE,
+    doc_type: str = "financial",
+) -> str:
     """The evaluation prompt for one prediction."""
-    return PROMPT.format(f"\n\n{instruction}\n\n{question}", gold, prediction)
+    slot = evaluation_question(
+        question, instruction, prompt_template=prompt_template, doc_type=doc_type
+    )
+    return PROMPT.format(slot, gold, prediction)
 
 
 def extract_rating(reply: str | None) -> float | None:
@@ -73,9 +111,14 @@ def is_out_of_range(rating: float) -> bool:
     return not 1 <= rating <= 100
 
 
+def is_perfect(rating: float) -> bool:
+    """``cal_metric``'s full mark: the rating is exactly 100."""
+    return rating == 100
+
+
 def _perfect(item: ScoreInput) -> float:
     """1 iff the stored judge reply (``item.prediction``) rates exactly 100."""
-    return float(rating_of(item.prediction) == 100)
+    return float(is_perfect(rating_of(item.prediction)))
 
 
 SCORER = Scorer(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,240 @@ def test_replay_cli_with_a_judge(example_db, tmp_path):
         main, ["--db", str(db), "replay", "--dataset", DATASET, "--readers", "nobody"]
     )
     assert bad.exit_code == 1 and "reader 'nobody' is not defined" in bad.output
+
+
+# ---------------------------------------------------------------- LOONG's judge
+
+LOONG_DIR = REPO / "tests" / "ingest" / "fixtures" / "loong"
+LOONG = "loong-all"
+
+
+def _official_loong():
+    """tests/generation/official/loong_metric.py (MozerWang/Loong, transcribed)."""
+    import importlib.util
+    import sys
+
+    name = "ragledger_official_loong_metric"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, REPO / "tests" / "generation" / "official" / "loong_metric.py"
+        )
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return sys.modules[name]
+
+
+def _loong_config(path: Path, url: str, judges: Sequence[str], max_tokens=64):
+    lines = ["readers:"]
+    for reader in ("echo-a", "echo-b"):
+        lines += [
+            f"  {reader}:",
+            "    model: openai/echo",
+            "    family: echo",
+            f"    api_base: {url}",
+        ]
+    lines.append("judges:")
+    for judge in judges:  # the generic rubric: a LOONG dataset overrides it
+        lines += [
+            f"  {judge}:",
+            "    model: openai/judge",
+            f"    api_base: {url}",
+            "    rubric: yes_no",
+            f"    parameters: {{temperature: 0, max_tokens: {max_tokens}}}",
+        ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def loong_db(tmp_path_factory) -> Path:
+    """The LOONG fixture rows (MozerWang/Loong layout) ingested, compiled under
+    all-passages and answered by two echo readers (built once per module)."""
+    from generation.artifacts import compile_dataset
+    from generation.policies import get_policy
+    from ingest.benchmarks import ingest_benchmark
+
+    root = tmp_path_factory.mktemp("loong")
+    path = root / "loong.duckdb"
+    con = warehouse.connect(path)
+    try:
+        ingest_benchmark(
+            con,
+            "loong",
+            LOONG_DIR / "data" / "loong.jsonl",
+            document_manifest=LOONG_DIR / "document_manifest.json",
+        )
+        compile_dataset(con, LOONG, get_policy("all-passages"))
+        with ChatServer(EchoBackend()) as server:  # answers: the prompt's last line
+            config = load_reader_config(_loong_config(root / "r.yaml", server.url, []))
+            replay(
+                con,
+                LOONG,
+                [config.reader("echo-a"), config.reader("echo-b")],
+                ["all-passages@v1"],
+                retry=FAST,
+            )
+    finally:
+        con.close()
+    return path
+
+
+def _loong_expected_digests(con, reader_id: str) -> dict[str, str]:
+    """sha256 of the messages LOONG's get_evaluate_prompts builds, per generation."""
+    import hashlib
+    import json
+
+    rows = {
+        row["id"]: row
+        for row in map(
+            json.loads, (LOONG_DIR / "data" / "loong.jsonl").read_text().splitlines()
+        )
+    }
+    official = _official_loong()
+    out = {}
+    for generation_id, item_id, answer in con.execute(
+        "select generation_id, item_id, answer from raw.generations "
+        "where dataset_id = ? and reader_id = ? and status = 'ok'",
+        [LOONG, reader_id],
+    ).fetchall():
+        line = {**rows[item_id], "generate_response": answer}
+        messages = [{"role": "user", "content": official.evaluate_prompt(line)}]
+        out[generation_id] = hashlib.sha256(
+            json.dumps(messages, sort_keys=True).encode("utf-8")
+        ).hexdigest()
+    return out
+
+
+def _loong_scores(con, reader_id: str):
+    return con.execute(
+        "select s.metric, s.score, s.status, s.scorer_version, s.detail_json, v.reply "
+        "from raw.scores s join raw.generations g using (generation_id) "
+        "left join raw.judge_verdicts v on v.generation_id = s.generation_id "
+        "and v.metric = s.metric "
+        "where g.reader_id = ? and s.metric not in "
+        "('exact_match', 'token_f1', 'contains') order by g.item_id",
+        [reader_id],
+    ).fetchall()
+
+
+def test_a_loong_dataset_is_judged_by_loongs_prompt_and_perfect_rate(
+    loong_db, tmp_path
+):
+    import json
+
+    db = tmp_path / "w.duckdb"
+    copy_warehouse(loong_db, db)
+    con = warehouse.connect(db)
+    config_path = tmp_path / "j.yaml"
+    official = _official_loong()
+
+    def run(reply: str, reader: str):
+        with ChatServer(EchoBackend(reply=reply)) as server:
+            judge = load_reader_config(
+                _loong_config(config_path, server.url, ["judge"])
+            ).judge("judge")
+            summary = judge_generations(
+                con, judge, LOONG, reader_ids=[reader], retry=FAST
+            )
+            return summary, [r.messages_sha256 for r in server.requests]
+
+    expected_a = _loong_expected_digests(con, "echo-a")
+    assert len(expected_a) == 2  # the two English level-1 rows
+    malformed, sent = run("Evaluation evidence: fine.\nRating: excellent", "echo-a")
+    assert (malformed.judged, malformed.verdict_errors) == (0, 2)
+    assert sorted(sent) == sorted(expected_a.values())  # upstream's prompt, exactly
+    rows = _loong_scores(con, "echo-a")
+    assert [(m, s, st) for m, s, st, *_ in rows] == [
+        ("perfect_rate", None, "error")
+    ] * 2
+
+    perfect, sent = run("Evaluation evidence: same value.\nRating: [[100]]", "echo-a")
+    assert (perfect.judged, perfect.verdict_errors) == (2, 0)  # errors asked again
+    assert sorted(sent) == sorted(expected_a.values())
+    # first [[n]] wins over a later one and over an earlier [n]: 95 is not perfect
+    partial, _ = run("[7] Rating: [[95]] ... [[100]]", "echo-b")
+    assert partial.judged == 2
+    for reader, perfect_score, rating in (
+        ("echo-a", 1.0, 100.0),
+        ("echo-b", 0.0, 95.0),
+    ):
+        rows = _loong_scores(con, reader)
+        assert len(rows) == 2
+        for metric, score, status, version, detail, reply in rows:
+            assert (metric, score, status) == ("perfect_rate", perfect_score, "ok")
+            assert version.startswith("judge:judge:loong:")
+            assert json.loads(detail)["rating"] == rating
+            assert json.loads(detail)["judge_out_of_range"] is False
+            # an independent route: upstream's extract_number on the stored reply
+            assert official.extract_number(reply) == rating
+    replies = [row[5] for r in ("echo-a", "echo-b") for row in _loong_scores(con, r)]
+    ratings = [official.extract_number(reply) for reply in replies]
+    perfect_rate = official.perfect_count(ratings) / len(ratings)
+    mean = con.execute(
+        "select avg(score) from raw.scores where metric = 'perfect_rate'"
+    ).fetchone()[0]
+    assert mean == perfect_rate == 0.5
+    # no judge_match row: the configured metric gave way to LOONG's
+    assert not con.execute(
+        "select count(*) from raw.scores s join raw.generations g using "
+        "(generation_id) where g.dataset_id = ? and s.metric = 'judge_match'",
+        [LOONG],
+    ).fetchone()[0]
+    con.close()
+
+
+def test_loong_item_without_its_instruction_is_refused_before_any_call(
+    loong_db, tmp_path
+):
+    db = tmp_path / "w.duckdb"
+    copy_warehouse(loong_db, db)
+    con = warehouse.connect(db)
+    con.execute(
+        "update raw.items set metadata_json = json_object('set', 1) "
+        "where dataset_id = ? and item_id = "
+        "'7ca2314a-9eaf-4a61-9dd4-64ab7f19c586'",
+        [LOONG],
+    )
+    with ChatServer(EchoBackend(reply="[[100]]")) as server:
+        judge = load_reader_config(
+            _loong_config(tmp_path / "j.yaml", server.url, ["judge"])
+        ).judge("judge")
+        with pytest.raises(WarehouseError, match="7ca2314a.*no 'instruction'"):
+            judge_generations(con, judge, LOONG, retry=FAST)
+        assert server.requests == []
+    con.close()
+
+
+@pytest.mark.slow
+def test_loong_judge_with_a_real_local_model(loong_db, tmp_path):
+    """SmolLM2 behind the OpenAI-compatible server grades the LOONG rows: it gets
+    upstream's prompt, and each verdict is upstream's reading of its reply."""
+    import json
+
+    from generation.backends.local import LocalBackend
+
+    db = tmp_path / "w.duckdb"
+    copy_warehouse(loong_db, db)
+    con = warehouse.connect(db)
+    backend = LocalBackend("smollm2-135m-instruct")
+    backend.check()
+    official = _official_loong()
+    with ChatServer({"smollm2-135m-instruct": backend}) as server:
+        path = _loong_config(tmp_path / "j.yaml", server.url, ["smol"], max_tokens=48)
+        path.write_text(
+            path.read_text().replace("openai/judge", "openai/smollm2-135m-instruct")
+        )
+        judge = load_reader_config(path).judge("smol")
+        summary = judge_generations(con, judge, LOONG, reader_ids=["echo-a"])
+        sent = [r.messages_sha256 for r in server.requests]
+    assert summary.judged + summary.verdict_errors == 2 and summary.call_errors == 0
+    assert sorted(set(sent)) == sorted(_loong_expected_digests(con, "echo-a").values())
+    for _, score, status, _, detail, reply in _loong_scores(con, "echo-a"):
+        rating = official.extract_number(reply or "")
+        if rating is None:
+            assert (score, status) == (None, "error")
+        else:
+            assert status == "ok" and json.loads(detail)["rating"] == rating
+            assert score == float(official.perfect_count([rating]))
+    con.close()

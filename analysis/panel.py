@@ -100,10 +100,7 @@ def cells_to_arrays(
     out = {}
     for name, column in values.items():
         array = np.asarray(column)
-        target = np.empty(
-            (len(readers), len(items)),
-            dtype=array.dtype if array.dtype != object else object,
-        )
+        target = np.empty((len(readers), len(items)), dtype=array.dtype)
         if array.dtype.kind == "f":
             target.fill(np.nan)
         target[rows, cols] = array

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -198,3 +199,111 @@ def test_the_bundled_pair_declared_backwards_is_a_downgrade(example_dir, publish
         "upgrade", "downgrade"
     )
     assert backward.notes and "Declared downgrade" in backward.notes[0]
+
+
+# ---------------------------------------------------------------- statistics rows, slices
+
+
+def test_pair_stat_rows_carry_every_number_with_its_interval_and_reason():
+    cur_raw = [1] * 16 + [0] * 4
+    cur_comp = [1] * 12 + [0] * 8
+    cand_raw = [1] * 8 + [0] * 12
+    cand_comp = [1] * 7 + [0] * 13
+    r = declared_pair(_pair(cur_raw, cur_comp, cand_raw, cand_comp), draws=30, seed=4)
+    rows = {row.statistic: row for row in r.stat_rows()}
+    assert list(rows) == [
+        "pair_raw_upgrade", "pair_compressed_upgrade", "pair_upgrade_retention",
+        "pair_current_compression_gain", "pair_candidate_compression_gain",
+        "pair_current_rescue", "pair_current_damage", "pair_candidate_rescue",
+        "pair_candidate_damage",
+    ]  # fmt: skip
+    counts = {"current": "a", "candidate": "b", "rows": 20}
+    for name, value, interval in (
+        ("pair_raw_upgrade", r.raw_upgrade, r.raw_upgrade_interval),
+        (
+            "pair_compressed_upgrade",
+            r.compressed_upgrade,
+            r.compressed_upgrade_interval,
+        ),
+        ("pair_upgrade_retention", r.upgrade_retention, r.retention_interval),
+    ):
+        row = rows[name]
+        assert (row.estimate, row.low, row.high) == (value, interval.low, interval.high)
+    assert rows["pair_raw_upgrade"].counts == counts
+    assert rows["pair_compressed_upgrade"].counts == counts
+    assert rows["pair_upgrade_retention"].counts == {
+        **counts, "draws_used": r.retention_draws_used, "outcome": r.outcome,
+        "raw_direction": "downgrade", "directional_outcome": r.directional_outcome,
+    }  # fmt: skip
+    assert rows["pair_upgrade_retention"].reason is None
+    gains = (
+        rows["pair_current_compression_gain"],
+        rows["pair_candidate_compression_gain"],
+    )
+    assert [g.estimate for g in gains] == pytest.approx([-0.2, -0.05], abs=1e-15)
+    assert all(g.counts == counts and g.reason is None for g in gains)
+    assert all(math.isnan(g.low) and math.isnan(g.high) for g in gains)
+    for name in (
+        "current_rescue",
+        "current_damage",
+        "candidate_rescue",
+        "candidate_damage",
+    ):
+        row = rows[f"pair_{name}"]
+        assert row.estimate == getattr(r, name) and row.counts == counts
+        assert row.reason is None
+
+
+def test_pair_stat_rows_on_scores_that_are_not_binary():
+    rng = np.random.default_rng(2)
+    a, b, c, d = (rng.random(30) * k for k in (0.5, 0.6, 0.9, 1.0))
+    r = declared_pair(_pair(a, b, c, d), draws=20, seed=1)
+    rows = {row.statistic: row for row in r.stat_rows()}
+    for name in (
+        "current_rescue",
+        "current_damage",
+        "candidate_rescue",
+        "candidate_damage",
+    ):
+        assert getattr(r, name) is None
+        row = rows[f"pair_{name}"]
+        assert math.isnan(row.estimate)
+        assert row.reason == r.reasons[name] and row.reason
+
+
+def test_pair_retention_row_says_why_it_is_null():
+    same = [1] * 10 + [0] * 10
+    r = declared_pair(_pair(same, same, same, same), draws=20, seed=1)
+    row = next(x for x in r.stat_rows() if x.statistic == "pair_upgrade_retention")
+    assert math.isnan(row.estimate)
+    assert row.reason == r.reasons["upgrade_retention"] and row.reason
+
+
+def test_slices_group_missing_values_last_and_keep_floats():
+    from analysis.declared_pair import PairInput, slices
+
+    n = 12
+    cur = np.zeros(n)
+    cand = np.array([1.0] * 6 + [0.0] * 6)
+    comp_cand = np.array([1.0] * 3 + [0.0] * 9)
+    hints = {
+        "hop": [2.0] * 4 + [None] * 2 + [float("nan")] * 2 + ["x"] * 4,
+    }
+    data = PairInput(
+        "em", "a", "b", [f"i{k}" for k in range(n)], cur, cur, cand, comp_cand,
+        hints=hints,
+    )  # fmt: skip
+    got = slices(data, gap=0.05, minimum_rows=4)
+    assert [(s["field"], s["value"], s["rows"]) for s in got] == [
+        ("hop", "2.0", 4),
+        ("hop", "x", 4),
+        ("hop", None, 4),  # None and NaN are one group, last
+    ]
+    missing = got[2]
+    # rows 4..7: candidate raw 1, 1, 0, 0 -> upgrade 0.5; compressed 0 -> 0
+    assert missing["raw_upgrade"] == 0.5 and missing["compressed_upgrade"] == 0.0
+    assert missing["retention"] == 0.0
+    x = got[1]
+    assert x["raw_upgrade"] == 0.0 and x["retention"] is None
+    assert x["retention_reason"] == "|raw upgrade| below 0.05"
+    assert slices(data, gap=0.05, minimum_rows=5) == []

@@ -189,3 +189,12 @@ def test_repeated_statistic_names_get_a_suffix():
         seed=1, draws=2, fingerprint="f",
     )[0]  # fmt: skip
     assert undefined[4] is None and undefined[5] is None and undefined[7] == "undefined"
+
+
+def test_an_audit_lists_its_panel_rows_then_each_declared_pair(audits):
+    (audit,), ((_, pair),) = audits
+    panel_rows = audit.panel_stat_rows()
+    assert panel_rows and not any(r.statistic.startswith("pair_") for r in panel_rows)
+    assert audit.stat_rows() == panel_rows + pair.stat_rows()
+    twice = dataclasses.replace(audit, declared_pairs=[pair, pair])
+    assert twice.stat_rows() == panel_rows + pair.stat_rows() * 2

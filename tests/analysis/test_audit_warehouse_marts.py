@@ -265,3 +265,101 @@ def test_items_file_in_order_with_comments_and_refusals(tmp_path):
     with pytest.raises(InputError) as error:
         read_items_file(path)
     assert "no item_ids in the file" in str(error.value)
+
+
+# ---------------------------------------------------------------- declared panels
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory):
+    """A lake whose raw tables hold answers of two datasets (generations, a matrix)."""
+    con = warehouse.connect(tmp_path_factory.mktemp("defined") / "d.duckdb")
+    for reader, item in (("ra", "q1"), ("ra", "q2"), ("rb", "q1"), ("rc", "q3")):
+        con.execute(
+            "insert into raw.generations (dataset_id, item_id, reader_id, policy_id, "
+            "status) values ('gen-ds', ?, ?, 'raw', 'ok')",
+            [item, reader],
+        )
+    con.execute(
+        "insert into raw.matrix_rows (release, file_sha256, line_number, dataset, "
+        "example_id, question, question_type, reference_answer, reader_model, method, "
+        "correct, generated_answer, transition_type) values "
+        "('v1', 'h', 2, 'hotpot', 'e1', 'q', 't', 'a', 'm/x', 'raw', 1, 'a', 'none'),"
+        "('v1', 'h', 3, 'hotpot', 'e1', 'q', 't', 'a', 'm/y', 'raw', 0, 'b', 'none')"
+    )
+    yield con
+    con.close()
+
+
+def _definitions(con):
+    return con.execute(
+        "select panel_definition_name, dataset_id, reader_ids_json, item_ids_json "
+        "from raw.panel_definitions order by all"
+    ).fetchall()
+
+
+def test_define_panel_stores_sorted_readers_and_replaces_by_name(answers):
+    from analysis.panel import define_panel
+
+    con = answers
+    con.execute("delete from raw.panel_definitions")
+    assert define_panel(con, "mine", dataset_id="gen-ds", reader_ids=["rb", "ra", "rb"],
+                        item_ids=["q1"]) is False  # fmt: skip
+    assert _definitions(con) == [("mine", "gen-ds", '["ra", "rb"]', '["q1"]')]
+    assert (
+        define_panel(con, "mine", dataset_id="gen-ds", reader_ids=["rc", "ra"]) is True
+    )
+    assert _definitions(con) == [("mine", "gen-ds", '["ra", "rc"]', None)]
+    assert define_panel(con, "other", dataset_id="v1:hotpot", reader_ids=["m/y", "m/x"],
+                        item_ids=["e1"]) is False  # fmt: skip
+    assert _definitions(con)[1] == ("other", "v1:hotpot", '["m/x", "m/y"]', '["e1"]')
+
+
+def test_define_panel_refusals_write_nothing(answers):
+    from analysis.panel import define_panel
+
+    con = answers
+    before = _definitions(con)
+
+    def refused(name="p", dataset_id="gen-ds", reader_ids=("ra", "rb"), item_ids=None):
+        with pytest.raises(WarehouseError) as error:
+            define_panel(con, name, dataset_id=dataset_id, reader_ids=reader_ids,
+                         item_ids=item_ids)  # fmt: skip
+        return str(error.value)
+
+    for bad in ("", " p", "p ", "a\nb"):
+        assert refused(name=bad) == (
+            f"panel name {bad!r} must be non-empty, one line, without surrounding spaces"
+        )
+    assert refused(reader_ids=["ra", "ra"]) == (
+        "--readers: a panel compares at least two readers"
+    )
+    assert refused(dataset_id="nope") == (
+        "--dataset: no answers for dataset 'nope'; datasets with answers: gen-ds, v1:hotpot"
+    )
+    assert refused(reader_ids=["ra", "zz", "m/x"]) == (
+        "--readers: m/x, zz answered nothing in gen-ds; its readers: ra, rb, rc"
+    )
+    assert refused(item_ids=["q1", "e1"]) == (
+        "--items: 1 item_ids have no answer in gen-ds: e1"
+    )
+    many = [f"x{k}" for k in range(7)]
+    assert refused(item_ids=["q1", *many]) == (
+        "--items: 7 item_ids have no answer in gen-ds: x0, x1, x2, x3, x4 ..."
+    )
+    assert refused(item_ids=many[:5]).endswith(": x0, x1, x2, x3, x4")
+    assert _definitions(con) == before
+
+
+def test_no_datasets_at_all(lake):
+    from analysis.panel import define_panel
+
+    con = warehouse.connect(lake)
+    try:
+        with pytest.raises(WarehouseError) as error:
+            define_panel(con, "p", dataset_id="d", reader_ids=["a", "b"])
+    finally:
+        con.close()
+    assert str(error.value) == (
+        "--dataset: no answers for dataset 'd'; datasets with answers: none"
+    )

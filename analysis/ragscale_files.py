@@ -91,8 +91,7 @@ def _read_jsonl(target: Path) -> RagscaleFile:
 
 
 def _score(value: Any) -> float:
-    if value is None or value == "":
-        return math.nan
+    """A float, NaN for a missing or unreadable value (None and "" included)."""
     try:
         return float(value)
     except (TypeError, ValueError):

@@ -84,7 +84,7 @@ class SelectionResult(ResultMixin):
                     counts,
                 )
             )
-            if item.difference_interval is not None and item.difference is not None:
+            if item.difference_interval is not None:  # set with difference
                 rows.append(
                     StatRow(
                         f"selection_difference[{item.method} - {self.baseline}]",

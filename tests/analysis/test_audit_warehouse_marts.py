@@ -259,12 +259,12 @@ def test_items_file_in_order_with_comments_and_refusals(tmp_path):
     path.write_text("q1\nq2\n# c\nq1\n")
     with pytest.raises(InputError) as error:
         read_items_file(path)
-    assert "item 'q1' is listed twice (first on line 1)" in str(error.value)
+    assert str(error.value) == f"{path}:4: item 'q1' is listed twice (first on line 1)"
     assert error.value.line == 4 and error.value.file == str(path)
     path.write_text("# nothing\n\n")
     with pytest.raises(InputError) as error:
         read_items_file(path)
-    assert "no item_ids in the file" in str(error.value)
+    assert str(error.value) == f"{path}: no item_ids in the file"
 
 
 # ---------------------------------------------------------------- declared panels

@@ -84,8 +84,8 @@ def test_every_field_of_a_clean_file(tmp_path):
 
 def test_named_hint_fields_and_a_missing_token_count(tmp_path):
     records = _records()
-    records[3]["raw_tokens"] = None
     records[0]["compressed_tokens"] = "n/a"
+    records[1]["raw_tokens"] = "inf"  # not a count: the panel has no token counts
     path = _write(tmp_path, records)
     panel = panel_from_ragscale(
         read_ragscale_file(path), "em", hint_fields=["difficulty", "absent"]
@@ -202,3 +202,21 @@ def test_jsonl_columns_are_the_union_in_first_seen_order(tmp_path):
     assert source.columns == (*_records()[0], "late")
     assert source.lines == [1, 2, 3, 4, 5, 6]
     assert np.array_equal(source.metrics, ["em"])
+
+
+def test_a_missing_reader_family_is_the_empty_family(tmp_path):
+    records = _records()
+    for record in records:
+        if record["reader"] == "r1":
+            record["reader_family"] = None
+        if record["reader"] == "r2":
+            record["reader_family"] = ""
+    panel = panel_from_ragscale(read_ragscale_file(_write(tmp_path, records)))
+    assert panel.families == ("", "", "f2")
+
+
+def test_only_an_infinite_token_count_drops_the_counts(tmp_path):
+    records = _records()
+    records[1]["raw_tokens"] = "inf"
+    panel = panel_from_ragscale(read_ragscale_file(_write(tmp_path, records)))
+    assert panel.raw_tokens is None and panel.comp_tokens is None

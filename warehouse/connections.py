@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 
-from warehouse import lake
+from warehouse import extensions, lake
 from warehouse.errors import WarehouseError
 from warehouse.lake import (
     DATABASE_ENV,
@@ -85,9 +85,8 @@ def connect(
             _refuse_missing(location)
     else:
         lake.prepare_catalog(location)
-    con = duckdb.connect(":memory:")
+    con = extensions.new_instance()
     try:
-        lake.ensure_extensions(con)
         _attach(con, location, read_only=read_only or at is not None, at=at)
     except BaseException:
         con.close()

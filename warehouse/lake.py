@@ -31,8 +31,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from warehouse.errors import WarehouseError
 
 #: Environment variables (the CLI's ``--db`` sets the first).
@@ -46,14 +44,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 #: The alias every connection gives the attached lake (``USE lake``).
 LAKE_ALIAS = "lake"
 
+
 #: Extension name -> the file the duckdb-ext-* package ships.
-_EXTENSIONS = {
-    "ducklake": ("duckdb-ext-ducklake", "ducklake.duckdb_extension"),
-    "sqlite_scanner": ("duckdb-ext-sqlite", "sqlite_scanner.duckdb_extension"),
-    "postgres_scanner": ("duckdb-ext-postgres", "postgres_scanner.duckdb_extension"),
-}
-
-
 @dataclass(frozen=True)
 class Location:
     """One warehouse: its lake folder, catalog, data path and published snapshot."""
@@ -136,42 +128,6 @@ def resolve(path: str | Path | Location | None = None) -> Location:
     if not data_path.endswith("/"):
         data_path += "/"
     return Location(root, snapshot, catalog, data_path)
-
-
-def ensure_extensions(con: duckdb.DuckDBPyConnection) -> None:
-    """Install ducklake, sqlite and postgres from their PyPI packages if needed.
-
-    ``INSTALL '<file>'`` copies the signed binary into DuckDB's extension
-    directory, where every later process (dbt's too) loads it from.
-    """
-    installed = dict(
-        con.execute(
-            "select extension_name, installed from duckdb_extensions()"
-        ).fetchall()
-    )
-    for name, (package, file_name) in _EXTENSIONS.items():
-        if installed.get(name):
-            continue
-        source = _extension_file(file_name)
-        if source is None:
-            raise WarehouseError(
-                f"the DuckDB extension {name} is not installed and its package is "
-                f"missing: pip install '{package}=={duckdb.__version__}.*' "
-                "(ragledger never downloads extensions)"
-            )
-        con.execute(f"INSTALL {_literal(str(source))}")
-
-
-def _extension_file(file_name: str) -> Path | None:
-    try:
-        import duckdb_ext
-    except ImportError:
-        return None
-    version = f"v{duckdb.__version__}"
-    for base in duckdb_ext.__path__:
-        for candidate in (Path(base) / "extensions" / version).glob(f"*/{file_name}"):
-            return candidate
-    return None
 
 
 def prepare_catalog(location: Location) -> None:

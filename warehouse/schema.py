@@ -1,7 +1,8 @@
 """Versioned DDL: forward-only migrations in ``warehouse/migrations/NNNN_name.sql``.
 
 ``raw.schema_migrations`` records each applied file with its sha256. Pending files
-are applied in number order, each in its own transaction; an applied file whose
+are applied in number order, all in one transaction (one lake snapshot: an
+interrupted upgrade leaves the previous schema); an applied file whose
 text has since changed is an error (write a new migration instead of editing one).
 """
 
@@ -66,11 +67,16 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
         return []
     con.execute("begin transaction")
     try:
-        applied = applied_migrations(con)
+        done = _apply_pending(con)
     except BaseException:
         con.execute("rollback")
         raise
     con.execute("commit")
+    return done
+
+
+def _apply_pending(con: duckdb.DuckDBPyConnection) -> list[str]:
+    applied = applied_migrations(con)
     done = []
     for version, path in migration_files():
         text = path.read_text(encoding="utf-8")
@@ -82,18 +88,12 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
                     "add a new migration instead of editing this one"
                 )
             continue
-        con.execute("begin transaction")
-        try:
-            con.execute(text)
-            con.execute(
-                "insert into raw.schema_migrations (version, name, sha256, applied_at) "
-                "values (?, ?, ?, current_timestamp)",
-                [version, path.name, digest],
-            )
-        except BaseException:
-            con.execute("rollback")
-            raise
-        con.execute("commit")
+        con.execute(text)
+        con.execute(
+            "insert into raw.schema_migrations (version, name, sha256, applied_at) "
+            "values (?, ?, ?, current_timestamp)",
+            [version, path.name, digest],
+        )
         done.append(path.name)
     return done
 

@@ -36,7 +36,8 @@ def test_edited_migration_is_refused(tmp_path, monkeypatch):
         schema.migrate(con)
 
 
-def test_failed_migration_leaves_no_trace(tmp_path, monkeypatch):
+def test_failed_migration_leaves_the_previous_schema(tmp_path, monkeypatch):
+    """Pending migrations apply in one transaction: a failure anywhere leaves none."""
     folder = tmp_path / "migrations"
     folder.mkdir()
     (folder / "0001_a.sql").write_text(
@@ -55,8 +56,11 @@ def test_failed_migration_leaves_no_trace(tmp_path, monkeypatch):
             "select table_name from information_schema.tables where table_schema = 'raw'"
         ).fetchall()
     }
-    assert "t" in tables and "u" not in tables
-    assert schema.schema_version(con) == 1
+    assert "t" not in tables and "u" not in tables
+    assert schema.schema_version(con) == 0
+    (folder / "0002_b.sql").write_text("create table raw.u (x int);")
+    assert schema.migrate(con) == ["0001_a.sql", "0002_b.sql"]
+    assert schema.schema_version(con) == 2
 
 
 def test_read_only_connection_needs_an_existing_file(tmp_path):

@@ -1,0 +1,251 @@
+"""``analysis.statistics`` rows against the panel block they summarise, field by field.
+
+Each row of :meth:`PanelAudit.panel_stat_rows` is spelled out below as the
+``summary.json`` fields it carries: estimate, interval ends, counts and reason.
+The panel block itself is checked against tests/analysis/reference.py elsewhere;
+this pins the mapping (names, fields, counts, reasons) that the warehouse table
+and its readers rely on.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from analysis.audit import AuditSettings, audit_panel
+from analysis.panel import PanelArrays
+from tests.analysis.mutation_stats import module_scope
+from tests.analysis.simulate import binary_panel, continuous_panel
+
+SETTINGS = AuditSettings(
+    draws=20, splits=20, null_draws=4, null_splits=4, sensitivity=True
+)
+VARIANTS = ("gap=0.02", "gap=0.10", "ties=exclude", "ties=raw-adverse")
+
+
+def _panel(binary):
+    if binary:
+        raw, comp, readers, families = binary_panel(m=6, n=60, seed=3, families=3)
+    else:
+        raw, comp, readers, families = continuous_panel(m=6, n=60, seed=5)
+    rng = np.random.default_rng(1)
+    raw_tokens = rng.integers(800, 1600, raw.shape).astype(float)
+    return PanelArrays(
+        "p1", "toy", "em" if binary else "f1", raw, comp, tuple(readers),
+        tuple(f"i{k:02d}" for k in range(60)), tuple(families),
+        raw_tokens=raw_tokens, comp_tokens=np.floor(raw_tokens * 0.3),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope=module_scope, params=[True, False], ids=["binary", "continuous"])
+def audit(request):
+    return audit_panel(_panel(request.param), SETTINGS)
+
+
+def _flip_rows(block, suffix=""):
+    counts = {
+        key: f"{block}.{key}"
+        for key in ("splits_used", "splits_without_eligible_pairs",
+                    "median_eligible_pairs", "gap", "tie_rule", "mcnemar_filter")
+    }  # fmt: skip
+    why = f"{block}.median_excess"
+    return [
+        (f"median_raw_flip_rate{suffix}", f"{block}.median_raw_rate", None, counts, why),
+        (f"median_compressed_flip_rate{suffix}", f"{block}.median_compressed_rate", None,
+         counts, why),
+        (f"median_excess_flips{suffix}", f"{block}.median_excess",
+         f"{block}.excess_interval", counts, why),
+        (f"full_sample_compressed_reversals{suffix}",
+         f"{block}.full_sample_compressed_reversals", None,
+         {"eligible_pairs": f"{block}.full_sample_eligible_pairs"}, None),
+    ]  # fmt: skip
+
+
+def _spec(doc):
+    """(statistic, estimate path, interval path, counts {key: path}, reason path)."""
+    end = {k: f"endpoint.{k}" for k in ("weak", "strong", "gap")}
+    rows = [
+        ("endpoint_raw_span", "endpoint.raw_span", None, end, None),
+        ("endpoint_compressed_span", "endpoint.compressed_span", None, end, None),
+        ("endpoint_retention", "endpoint.retention", None, end, "endpoint.retention"),
+    ]
+    for block, method in (
+        ("retention_family_row", "family-by-row"),
+        ("retention_row", "row"),
+    ):
+        rows.append((
+            f"endpoint_retention_{method}_bootstrap", f"{block}.estimate",
+            f"{block}.interval",
+            {k: f"{block}.{k}" for k in ("draws_used", "draws_discarded", "same_pair_share")},
+            (f"{block}.interval", f"{block}.estimate"),
+        ))  # fmt: skip
+    for block, name in (
+        ("eiv", "eiv_correlation"),
+        ("eiv_headroom", "eiv_correlation_headroom"),
+    ):
+        counts = {
+            k: f"{block}.estimate.{k}"
+            for k in ("m11", "m22", "m12", "min_eigenvalue", "r_unbounded", "r_psd",
+                      "slope", "naive_r")
+        }  # fmt: skip
+        for k in ("draws", "finite_draws", "nonpositive_variance_draws", "non_psd_draws",
+                  "nonfinite_r_draws", "outside_unit_draws", "undefined_draws"):  # fmt: skip
+            counts[k] = f"{block}.{k}"
+        rows.append((name, f"{block}.estimate.r_clipped", f"{block}.interval", counts,
+                     (f"{block}.estimate.r_clipped", f"{block}.interval")))  # fmt: skip
+    rows += _flip_rows("split.flips")
+    for block in ("both_half", "disjoint_correlation"):
+        b = f"split.{block}"
+        rows.append((doc["split"][block]["name"], f"{b}.median", f"{b}.interval",
+                     {"splits_used": f"{b}.splits_used",
+                      "splits_omitted": f"{b}.splits_omitted"}, f"{b}.median"))  # fmt: skip
+        if block == "both_half":
+            h = "split.held_out"
+            rows.append((
+                "held_out_endpoint_retention", f"{h}.median_retention", f"{h}.interval",
+                {k: f"{h}.{k}" for k in ("orientations", "valid", "distinct_pairs",
+                                        "modal_pair", "modal_pair_share")},
+                f"{h}.median_retention",
+            ))  # fmt: skip
+    if doc["split"]["mcnemar"] is not None:
+        b = "split.mcnemar"
+        counts = {k: f"{b}.{k}" for k in ("splits_used", "splits_without_raw_significant_pairs",
+                                          "median_raw_significant_pairs", "scoring_rows")}  # fmt: skip
+        for side in ("same", "opposite"):
+            rows.append((f"mcnemar_{side}_direction_share",
+                         f"{b}.median_{side}_direction_share", f"{b}.{side}_direction_interval",
+                         counts, f"{b}.median_same_direction_share"))  # fmt: skip
+    b = "split.crossfit_resolution"
+    rows.append((doc["split"]["crossfit_resolution"]["name"], f"{b}.median", f"{b}.interval",
+                 {k: f"{b}.{k}" for k in ("splits_used", "splits_omitted", "eligible_pair_splits",
+                                          "excluded_zero_raw_difference",
+                                          "excluded_nonpositive_retention",
+                                          "excluded_zero_raw_variance")},
+                 f"{b}.median"))  # fmt: skip
+    b = "split.screen"
+    counts = {k: f"{b}.{k}" for k in ("splits_used", "screen_expansion_rate",
+                                      "full_panel_expansion_rate", "full_panel_reversals",
+                                      "distinct_triplets", "modal_triplet",
+                                      "modal_triplet_share")}  # fmt: skip
+    rows.append(("screen_false_reassurance_rate", f"{b}.false_reassurance_rate", None, counts,
+                 f"{b}.false_reassurance_rate"))  # fmt: skip
+    rows.append(("screen_reversals_visible_share", f"{b}.reversals_visible_share", None, counts,
+                 (f"{b}.reversals_visible_share", f"{b}.false_reassurance_rate")))  # fmt: skip
+    t = "transitions"
+    binary = doc["transitions"]["binary"]
+    rescue = "rescue_share" if binary else "mean_positive_change_pp"
+    damage = "damage_share" if binary else "mean_negative_change_pp"
+    cells = {k: f"{t}.counts.{k}" for k in doc["transitions"]["counts"]}
+    rows += [
+        (rescue, f"{t}.pooled_rescue", None, cells, f"{t}.pooled_rescue"),
+        (damage, f"{t}.pooled_damage", None, cells, f"{t}.pooled_damage"),
+        (f"{rescue}_reader_sd", f"{t}.rescue_sd", None, {"readers": len(doc["readers"])},
+         f"{t}.rescue_sd"),
+        (f"{damage}_reader_sd", f"{t}.damage_sd", None, {"readers": len(doc["readers"])},
+         f"{t}.damage_sd"),
+    ]  # fmt: skip
+    for name in ("rescue", "damage"):
+        h = f"{t}.{name}_homogeneity"
+        if doc["transitions"][f"{name}_homogeneity"] is not None:
+            rows.append((f"{name}_homogeneity_pvalue", f"{h}.pvalue", None,
+                         {"statistic": f"{h}.statistic", "dof": f"{h}.dof",
+                          "readers": f"{h}.readers_tested", "yates": f"{h}.corrected"},
+                         f"{h}.pvalue"))  # fmt: skip
+    r = "resolution"
+    counts = {k: f"{r}.{k}" for k in ("eligible_pairs", "excluded_nonpositive_retention",
+                                      "excluded_zero_raw_variance")}  # fmt: skip
+    rows += [
+        ("resolution_n_ratio", f"{r}.median_n_ratio", None, counts, f"{r}.median_n_ratio"),
+        ("resolution_token_cost_ratio", f"{r}.median_token_cost_ratio", f"{r}.token_cost_iqr",
+         {**counts, "interval": "=interquartile range",
+          "median_token_ratio": f"{r}.median_token_ratio"}, f"{r}.median_token_cost_ratio"),
+    ]  # fmt: skip
+    k = "token_ratios"
+    for kind in ("prompt", "total"):
+        counts = {"token_counts": f"{k}.token_counts"}
+        rows += [
+            (f"{kind}_token_ratio", f"{k}.{kind}_token_ratio", None, counts,
+             f"{k}.{kind}_token_ratio"),
+            (f"{kind}_token_cost_ratio", f"{k}.{kind}_token_cost_ratio",
+             f"{k}.{kind}_token_cost_iqr", {**counts, "interval": "=interquartile range"},
+             f"{k}.{kind}_token_cost_ratio"),
+        ]  # fmt: skip
+    for index, null in enumerate(doc["nulls"]):
+        n = f"nulls.{index}"
+        base = {"draws": f"{n}.draws", "splits": f"{n}.splits", "kind": f"{n}.kind",
+                "draws_without_eligible_pairs": f"{n}.draws_without_eligible_pairs"}  # fmt: skip
+        rows += [
+            (f"null_{null['kind']}_excess_flips", f"{n}.null_excess_median",
+             f"{n}.null_excess_interval",
+             {**base, "observed": f"{n}.observed_excess",
+              "observed_exceeds_share": f"{n}.excess_exceeds_share"},
+             f"{n}.null_excess_median"),
+            (f"null_{null['kind']}_both_half_reversals", f"{n}.null_both_half_median",
+             f"{n}.null_both_half_interval",
+             {**base, "observed": f"{n}.observed_both_half",
+              "observed_exceeds_share": f"{n}.both_half_exceeds_share"},
+             f"{n}.null_both_half_median"),
+        ]  # fmt: skip
+    variants = [*VARIANTS, *(["mcnemar-filter"] if binary else [])]
+    for label in variants:
+        rows += _flip_rows(f"sensitivity.{label}", f"[{label}]")
+    return rows
+
+
+def _get(doc, path):
+    if path.startswith("sensitivity."):  # labels hold dots: gap=0.02
+        label, leaf = path[len("sensitivity.") :].rsplit(".", 1)
+        return doc["sensitivity"][label][leaf]
+    node = doc
+    for part in path.split("."):
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    return node
+
+
+def _reason(doc, path):
+    if path.startswith("sensitivity."):
+        label, leaf = path[len("sensitivity.") :].rsplit(".", 1)
+        return doc["sensitivity"][label].get(f"{leaf}_reason")
+    parent, _, leaf = path.rpartition(".")
+    return _get(doc, parent).get(f"{leaf}_reason")
+
+
+def _same(got, want):
+    if want is None:
+        assert got is None or (isinstance(got, float) and math.isnan(got)), (got, want)
+    else:
+        assert got == want, (got, want)
+
+
+def test_every_row_carries_its_fields(audit):
+    doc = audit.to_dict()
+    spec = _spec(doc)
+    rows = audit.panel_stat_rows()
+    assert [row.statistic for row in rows] == [s[0] for s in spec]
+    for row, (name, estimate, interval, counts, reason) in zip(rows, spec, strict=True):
+        _same(row.estimate, _get(doc, estimate))
+        ends = _get(doc, interval) if interval else None
+        _same(row.low, ends[0] if ends else None)
+        _same(row.high, ends[1] if ends else None)
+        want = {
+            key: value[1:] if isinstance(value, str) and value.startswith("=")
+            else value if not isinstance(value, str) else _get(doc, value)
+            for key, value in counts.items()
+        }  # fmt: skip
+        got = {key: (None if isinstance(v, float) and math.isnan(v) else v)
+               for key, v in row.counts.items()}  # fmt: skip
+        got = {key: list(v) if isinstance(v, tuple) else v for key, v in got.items()}
+        assert got == want, name
+        paths = (reason,) if isinstance(reason, str) else reason or ()
+        expected = next((r for r in (_reason(doc, p) for p in paths) if r), None)
+        assert row.reason == expected, (name, row.reason, expected)
+
+
+def test_rows_with_reasons_exist_here(audit):
+    """The continuous panel has null rows with reasons (the test above means something)."""
+    rows = audit.panel_stat_rows()
+    if not audit.transitions.binary:
+        assert any(row.reason for row in rows)
+        assert any(row.statistic == "mean_positive_change_pp" for row in rows)

@@ -263,8 +263,7 @@ def _columnar_panel(
         1
     ]  # first row of each item, file order
     if hint_fields is None:
-        extra = [c for c in columns if c not in KNOWN_COLUMNS and c != "question_type"]
-        hint_fields = ["question_type", *extra] if "question_type" in columns else extra
+        hint_fields = _default_hints(columns)
     hints = {}
     for name in hint_fields:
         if name in columns:
@@ -296,6 +295,12 @@ def _columnar_panel(
             "warnings": [],
         },
     )
+
+
+def _default_hints(columns: Sequence[str]) -> list[str]:
+    """Columns ragscale does not know, in file order, with question_type first."""
+    extra = [c for c in columns if c not in KNOWN_COLUMNS]
+    return sorted(extra, key=lambda c: c != "question_type")
 
 
 def _codes(column) -> tuple[list[str], np.ndarray]:  # noqa: ANN001
@@ -440,12 +445,7 @@ def panel_from_ragscale(
     for _, record in chosen:
         first.setdefault(str(record["example_id"]), record)
     if hint_fields is None:
-        extra = [
-            c for c in source.columns if c not in KNOWN_COLUMNS and c != "question_type"
-        ]
-        hint_fields = (
-            ["question_type", *extra] if "question_type" in source.columns else extra
-        )
+        hint_fields = _default_hints(source.columns)
     hints = {
         name: tuple(_hint(first[item].get(name)) for item in items)
         for name in hint_fields

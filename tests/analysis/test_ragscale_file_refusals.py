@@ -70,6 +70,7 @@ def test_every_field_of_a_clean_file(tmp_path):
         ["r1-q1-raw", "r1-q2-raw"], ["r2-q1-raw", "r2-q2-raw"], ["r3-q1-raw", "r3-q2-raw"],
     ]  # fmt: skip
     assert panel.comp_answers[2, 0] == "r3-q1-c"
+    assert panel.raw_answers.dtype == object and panel.comp_answers.dtype == object
     # question_type first, then columns ragscale does not know; "" is missing,
     # dicts and lists as sorted JSON
     assert list(panel.hints) == ["question_type", "difficulty"]

@@ -1,97 +1,29 @@
 """Local readers through litellm against a real local-model server, joined to
 the bundled example's hosted readers in one verified panel, then audited.
 
-Slow: it serves SmolLM2-135M-Instruct and Gemma 3 270M on 127.0.0.1 and runs
-3 items x 2 evidence conditions per model (12 real generations), then dbt.
+Slow: the session fixture ``local_panel`` (tests/generation/conftest.py) serves
+SmolLM2-135M-Instruct and Gemma 3 270M on 127.0.0.1, runs 3 items x 2 evidence
+conditions per model (12 real generations), then dbt.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import warehouse
-from generation.backends.local import LocalBackend
-from generation.backends.retry import RetryPolicy
-from generation.readers import load_reader_config
-from generation.runner import replay
-from generation.server import ChatServer
-from warehouse.lake import copy_warehouse
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "data" / "examples" / "ragscale-openrouter-hotpotqa"
 DATASET = "hotpotqa-demo-100"
 SUMMARY = "llm-summary:qwen/qwen3-14b"
 MODELS = ("smollm2-135m-instruct", "gemma3-270m")
 HOSTED = ("meta-llama/llama-3.3-70b-instruct", "qwen/qwen-2.5-7b-instruct")
 
 
-def _config(path: Path, url: str) -> Path:
-    lines = ["readers:"]
-    for name, family in zip(MODELS, ("smollm2", "gemma"), strict=True):
-        lines += [
-            f"  local/{name}:",
-            f"    model: openai/{name}",
-            f"    family: {family}",
-            f"    api_base: {url}",
-            "    parameters: {temperature: 0, max_tokens: 16, seed: 0}",
-        ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 @pytest.fixture(scope="module")
-def panel_run(tmp_path_factory):
-    from ingest.ragscale import load_ragscale
-
-    root = tmp_path_factory.mktemp("local-panel")
-    database = root / "warehouse.duckdb"
-    con = warehouse.connect(database)
-    load_ragscale(con, EXAMPLE)
-    pristine = root / "pristine.duckdb"
-    con.close()
-    copy_warehouse(database, pristine)
-    con = warehouse.connect(database)
-    backends = {name: LocalBackend(name) for name in MODELS}
-    for backend in backends.values():
-        backend.check()  # load once, before the server takes requests
-    with ChatServer(backends) as server:
-        config = load_reader_config(_config(root / "readers.yaml", server.url))
-        readers = [config.reader(f"local/{name}") for name in MODELS]
-        summary = replay(
-            con,
-            DATASET,
-            readers,
-            ["raw", SUMMARY],
-            limit=3,
-            concurrency=2,
-            retry=RetryPolicy(backoff_base_s=0.1),
-        )
-        requests = list(server.requests)
-        # a rerun on a fresh copy: temperature 0 gives the same answers
-        rerun_db = root / "rerun.duckdb"
-        copy_warehouse(pristine, rerun_db)
-        rerun_con = warehouse.connect(rerun_db)
-        replay(rerun_con, DATASET, readers[:1], [SUMMARY], limit=3, concurrency=1)
-        rerun = rerun_con.execute(
-            "select generation_id, answer from raw.generations "
-            "where reader_id = 'local/smollm2-135m-instruct'"
-        ).fetchall()
-        rerun_con.close()
-    con.close()
-    from warehouse import dbt_runner
-
-    output: list[str] = []
-    built = dbt_runner.build(
-        database,
-        target_path=root / "target",
-        log_path=root / "logs",
-        on_line=output.append,
-    )
-    return database, summary, requests, rerun, built, output
+def panel_run(local_panel):
+    run = local_panel
+    return run.database, run.summary, run.requests, run.rerun, run.built, run.output
 
 
 def test_local_readers_answer_through_the_http_server(panel_run):

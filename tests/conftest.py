@@ -28,3 +28,21 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+# The suite runs on two pytest-xdist workers (addopts: -n 2 --dist loadgroup).
+# A worker builds the session fixtures its tests use, so the tests sharing the dbt
+# marts (``built``) or the replayed local readers (``local_panel``) go to one
+# worker; other tests stay with their module (module fixtures are built once).
+# The lake template (``built_template``) is built by each worker that needs it:
+# its tests are too heavy for one worker.
+_SHARED_BUILDS = ("built", "local_panel")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        fixtures = getattr(item, "fixturenames", ())
+        group = next((name for name in _SHARED_BUILDS if name in fixtures), None)
+        item.add_marker(pytest.mark.xdist_group(group or item.nodeid.split("::")[0]))

@@ -29,10 +29,10 @@ demo: setup
 		--current qwen/qwen-2.5-7b-instruct --candidate meta-llama/llama-3.3-70b-instruct \
 		--metric-order exact_match,token_f1,judge_match
 
-# two workers (the machines have 2 cores); tests/conftest.py groups the tests that
-# share a built warehouse
+# two workers (the machines have 2 cores); tests/conftest.py keeps the tests that
+# share a built warehouse on one worker
 test: setup
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2 --dist loadscope
 
 lint: setup
 	$(BIN)/ruff check .

@@ -30,19 +30,32 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
-# The suite runs on two pytest-xdist workers (addopts: -n 2 --dist loadgroup).
-# A worker builds the session fixtures its tests use, so the tests sharing the dbt
-# marts (``built``) or the replayed local readers (``local_panel``) go to one
-# worker; other tests stay with their module (module fixtures are built once).
-# The lake template (``built_template``) is built by each worker that needs it:
-# its tests are too heavy for one worker.
-_SHARED_BUILDS = ("built", "local_panel")
+# The suite runs on two pytest-xdist workers (``make test``: -n 2 --dist loadscope).
+# A worker builds the session fixtures its tests use, so the tests sharing one
+# expensive built warehouse run on one worker: tests/dbt/ (the dbt marts of
+# ``built``) and the two files on ``local_panel`` (replayed local readers). Every
+# other file is its own unit (module fixtures are built once). The lake template
+# (``built_template``) is built by each worker that needs it: its tests are too
+# heavy for one worker.
+_SHARED_FILES = {
+    "tests/generation/test_runner_local_panel.py": "local_panel",
+    "tests/generation/test_rescore_panel.py": "local_panel",
+}
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        fixtures = getattr(item, "fixturenames", ())
-        group = next((name for name in _SHARED_BUILDS if name in fixtures), None)
-        item.add_marker(pytest.mark.xdist_group(group or item.nodeid.split("::")[0]))
+def scheduling_unit(nodeid: str) -> str:
+    """The scheduling unit of a test: its file, or the group sharing a build."""
+    path = nodeid.split("::")[0]
+    if path.startswith("tests/dbt/"):
+        return "tests/dbt"
+    return _SHARED_FILES.get(path, path)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedBuildScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scheduling_unit(nodeid)
+
+    return SharedBuildScheduling(config, log)

@@ -1,6 +1,6 @@
 """A reader process for the lake concurrency tests (run as a script, not collected).
 
-``python lake_poller.py MODE OUT STOP [ARG]`` polls the warehouse every 0.1 s
+``python lake_poller.py MODE OUT STOP [ARG]`` polls the warehouse every 0.25 s
 until the file STOP exists, appending one JSON line per poll to OUT:
 ``{"seen": [matrix_rows, outcomes]}`` or ``{"error": "..."}``. Modes:
 
@@ -47,7 +47,7 @@ def main() -> None:
             )
         if stop.exists():
             break
-        time.sleep(0.1)
+        time.sleep(0.25)
     finish = getattr(poll, "finish", None)
     if finish is not None:
         try:

@@ -217,7 +217,8 @@ class Polling:
                 else:
                     row = json.loads(done.stdout.strip().splitlines()[-1])
                     self.cli_seen.append((row["matrix_rows"], row["outcomes"]))
-                time.sleep(0.1)
+                # a ragledger process costs ~1 s of CPU: leave the jobs a core
+                time.sleep(1.0)
 
         thread = threading.Thread(target=loop, daemon=True)
         thread.start()

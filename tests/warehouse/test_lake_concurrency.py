@@ -1,7 +1,8 @@
 """Readers and writers on one lake at once, as real processes.
 
-While ``ragledger ingest matrix`` and ``ragledger build`` run, readers poll every
-0.1 s through ``ragledger sql``, the attach SQL of ``ragledger connect --json``
+While ``ragledger ingest matrix`` and ``ragledger build`` run, readers poll
+(``ragledger sql`` processes one after another, the others every 0.25 s) through
+``ragledger sql``, the attach SQL of ``ragledger connect --json``
 (another Python process), SQLAlchemy with duckdb-engine, and ibis (the
 warehouse's ``ibis_connection`` and the connect recipe); a fifth reader holds a
 partially fetched result open for the whole run. Nobody may see an error, and

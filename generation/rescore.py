@@ -72,7 +72,7 @@ def rescore(
     if chosen.kind != "lexical":
         raise WarehouseError(
             f"{chosen.scorer_id} is a judge scorer: its scores come from a model "
-            "call (ragledger judge), not from the stored answer text"
+            "call (ragledger replay --judge), not from the stored answer text"
         )
     if metric not in chosen.rules:
         raise WarehouseError(

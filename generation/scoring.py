@@ -118,7 +118,7 @@ def score_item(
         chosen = get_scorer(scorer) if scorer else default_scorer(benchmark, metric)
         if chosen.kind != "lexical":
             raise WarehouseError(
-                f"{chosen.scorer_id} is a judge; score {metric!r} with ragledger judge"
+                f"{chosen.scorer_id} is a judge; score {metric!r} with ragledger replay --judge"
             )
         out[metric] = (chosen.score(metric, item), chosen.scorer_id)
     return out

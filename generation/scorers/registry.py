@@ -88,6 +88,6 @@ def default_scorer(benchmark: str | None, metric: str) -> Scorer:
     if scorer_id is None:
         raise WarehouseError(
             f"no scorer for metric {metric!r}; lexical metrics: "
-            f"{', '.join(LEXICAL_METRICS)} (judges: ragledger judge)"
+            f"{', '.join(LEXICAL_METRICS)} (judges: ragledger replay --judge)"
         )
     return SCORERS[scorer_id]

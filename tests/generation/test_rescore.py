@@ -146,8 +146,14 @@ def test_dry_run_writes_nothing(con):
     [
         (("no-such-dataset", "token_f1", None), "unknown dataset 'no-such-dataset'"),
         ((DATASET, "token_f1", "hotpotqa-official@9"), "unknown scorer"),
-        ((DATASET, "judge_match", "longmemeval-anscheck@1"), "judge scorer"),
-        ((DATASET, "judge_match", None), "no scorer for metric 'judge_match'"),
+        (
+            (DATASET, "judge_match", "longmemeval-anscheck@1"),
+            r"judge scorer: .*\(ragledger replay --judge\)",
+        ),
+        (
+            (DATASET, "judge_match", None),
+            r"no scorer for metric 'judge_match'.*\(judges: ragledger replay --judge\)",
+        ),
         ((DATASET, "label", "hotpotqa-official@1"), "has no metric 'label'"),
     ],
 )
@@ -155,6 +161,11 @@ def test_bad_requests_fail_clearly_and_write_nothing(shared, args, message):
     with pytest.raises(WarehouseError, match=message):
         rescore(shared, *args)
     assert shared.execute("select count(*) from raw.score_versions").fetchone() == (0,)
+
+
+def test_the_judge_command_named_in_messages_exists():
+    result = CliRunner().invoke(main, ["replay", "--help"])
+    assert result.exit_code == 0 and "--judge" in result.output
 
 
 def test_cli_prints_a_json_summary(con, tmp_path):

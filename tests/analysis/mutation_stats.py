@@ -23,3 +23,8 @@ def module_scope(fixture_name: str, config: object) -> str:
     """A dynamic pytest scope: ``module``, or ``function`` while mutmut collects stats."""
     del fixture_name, config
     return "function" if collecting_stats() else "module"
+
+
+def under_mutmut() -> bool:
+    """True in any mutmut run (stats, clean run, a mutant): it may run a subset of a module."""
+    return "MUTANT_UNDER_TEST" in os.environ

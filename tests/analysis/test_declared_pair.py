@@ -307,3 +307,12 @@ def test_slices_group_missing_values_last_and_keep_floats():
     assert x["raw_upgrade"] == 0.0 and x["retention"] is None
     assert x["retention_reason"] == "|raw upgrade| below 0.05"
     assert slices(data, gap=0.05, minimum_rows=5) == []
+
+
+def test_pair_on_scores_that_are_not_binary_says_why_mcnemar_is_null():
+    rng = np.random.default_rng(3)
+    a, b, c, d = (rng.random(25) * k for k in (0.5, 0.6, 0.9, 1.0))
+    doc = declared_pair(_pair(a, b, c, d), draws=10, seed=1).to_dict()
+    for key in ("raw_mcnemar_p", "compressed_mcnemar_p"):
+        assert doc[key] is None
+        assert doc[f"{key}_reason"] == "exact McNemar needs 0/1 scores"

@@ -145,14 +145,14 @@ def test_chosen_panels_by_id_or_name_without_writing(lake):
 
 
 def test_declared_pair_on_panels_with_both_readers_seeded_per_metric(lake):
-    order = ["exact_match", "token_f1"]
+    order = ["token_f1", "exact_match"]  # not alphabetical: pairs follow this order
     run = audit_warehouse(
         lake, settings=FAST, current="org/beta", candidate="org/eps",
         metric_order=order, selection=False, write_tables_=False,
     )  # fmt: skip
     assert run.messages == ["1 panel(s) without both declared readers were skipped"]
     assert [a.panel["panel_id"] for a in run.audits] == ["pB", "pA"]
-    assert [p.metric for _, p in run.pairs] == ["exact_match", "token_f1"]
+    assert [p.metric for _, p in run.pairs] == ["token_f1", "exact_match"]
     panels = {p.panel_id: p for p in PANELS}
     for audit, pair in run.pairs:
         panel = panels[audit.panel["panel_id"]]

@@ -33,6 +33,9 @@ def main(ctx: click.Context, database: str | None) -> None:
     benchmark files), compile evidence artifacts, run readers, refresh marts
     with dbt and audit whether compression preserves reader comparisons.
     """
+    from ragledger.cli.console import fit_width
+
+    fit_width()  # COLUMNS as this invocation sees it
     ctx.obj = {"database": database}
     ctx.call_on_close(_publish_snapshots)
 

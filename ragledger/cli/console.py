@@ -17,11 +17,28 @@ from rich.progress import (
 )
 from rich.table import Table
 
-# Off a terminal (pipes, CI logs) rich would assume 80 columns and fold every
-# table; an explicit COLUMNS (``COLUMNS=80 ragledger ...``) is honoured anywhere.
-_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
-console = Console(soft_wrap=True, width=_WIDTH)
-errors = Console(stderr=True, soft_wrap=True, width=_WIDTH)
+console = Console(soft_wrap=True)
+errors = Console(stderr=True, soft_wrap=True)
+
+
+def fit_width() -> None:
+    """Set both consoles' width for this command (called as each command starts).
+
+    An explicit ``COLUMNS`` (``COLUMNS=80 ragledger ...``) is honoured anywhere;
+    off a terminal (pipes, CI logs) rich would assume 80 columns and fold every
+    table, so 160 is used there; on a terminal, its own width.
+    """
+    columns = os.environ.get("COLUMNS", "").strip()
+    for target, stream in ((console, sys.stdout), (errors, sys.stderr)):
+        if columns.isdigit() and int(columns) > 0:
+            target.width = int(columns)
+        elif stream.isatty():
+            target._width = None  # rich measures the terminal
+        else:
+            target.width = 160
+
+
+fit_width()
 
 
 class RichProgress:

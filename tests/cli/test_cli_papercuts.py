@@ -12,7 +12,6 @@ from click.testing import CliRunner
 import warehouse
 from generation.policies import REGISTRY
 from generation.server import ChatServer, EchoBackend
-from ragledger.cli import console as console_module
 from ragledger.cli import main
 from warehouse.lake import copy_warehouse
 
@@ -96,6 +95,16 @@ def test_compile_list_shows_every_policy_with_its_options():
     assert "k=5" in table.output
 
 
+def test_each_command_reads_columns_as_it_starts():
+    # one process, three invocations: a narrow one must not fold the later ones
+    narrow = run("compile", "--list", env={"COLUMNS": "80"})
+    assert max(len(line) for line in narrow.output.splitlines()) <= 80
+    wide = run("compile", "--list", env={"COLUMNS": "200"})
+    assert max(len(line) for line in wide.output.splitlines()) > 80
+    unset = run("compile", "--list", env={"COLUMNS": None})  # off a terminal: 160
+    assert 80 < max(len(line) for line in unset.output.splitlines()) <= 160
+
+
 def test_compile_without_policy_is_a_usage_error(tmp_path):
     result = CliRunner().invoke(
         main, ["compile", "--dataset", DATASET, "--db", str(tmp_path / "w.duckdb")]
@@ -160,9 +169,8 @@ def test_runs_on_a_missing_warehouse_is_one_line(tmp_path):
 # ---------------------------------------------------------------- replay at 80 columns
 
 
-def test_replay_summary_reads_at_80_columns(db, tmp_path, monkeypatch):
-    # COLUMNS is read when the console is built (at import); build it as for COLUMNS=80
-    monkeypatch.setattr(console_module.console, "_width", None)
+def test_replay_summary_reads_at_80_columns(db, tmp_path):
+    # each command reads COLUMNS as it starts (ragledger.cli.console.fit_width)
     with ChatServer(EchoBackend(reply="yes")) as server:
         config = tmp_path / "readers.yaml"
         config.write_text(

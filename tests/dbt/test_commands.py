@@ -6,14 +6,13 @@ import pytest
 from click.testing import CliRunner
 
 import warehouse
-from ragledger.cli import console as console_module
 from ragledger.cli import main
 from warehouse import dbt_runner
 
 
 @pytest.fixture()
 def wide(monkeypatch):
-    monkeypatch.setattr(console_module.console, "width", 250)
+    monkeypatch.setenv("COLUMNS", "250")
 
 
 @pytest.mark.slow

@@ -32,6 +32,7 @@ def test_panels_detail_is_unchanged_on_the_bundled_example(built):
             "hotpotqa-demo-100",
             "--detail",
         ],
+        env={"COLUMNS": "160"},  # the width ragledger uses off a terminal
     )
     assert result.exit_code == 0, result.output
     assert result.output == GOLDEN.read_text(encoding="utf-8")

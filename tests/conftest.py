@@ -10,6 +10,11 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # xdist starts its workers with COLUMNS=80 and LINES=24; the CLI honours an
+    # explicit COLUMNS, so a worker would see other tables than a plain run
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "data" / "examples" / "ragscale-openrouter-hotpotqa"

@@ -52,7 +52,7 @@ from generation.backends.retry import (
 )
 from generation.prompts import PromptTemplate
 from generation.readers import JudgeSpec
-from generation.runner import ATTEMPT_COLUMNS, SCORE_COLUMNS
+from generation.runner import ATTEMPT_COLUMNS, SCORE_COLUMNS, attempt_row
 from generation.scorers import longmemeval, loong
 from generation.scorers.longmemeval import TEMPLATES, VerdictError
 from generation.scorers.registry import BENCHMARK_DEFAULTS
@@ -405,19 +405,9 @@ def _write(
         else:
             attempts = len(outcome.attempts)
             for number, attempt in enumerate(outcome.attempts, task["prior"] + 1):
-                response = attempt.response
                 attempt_rows.append(
-                    [
-                        call_id, "judge", number, run_id, gid, attempt.status,
-                        attempt.error, attempt.http_status, attempt.latency_ms,
-                        response.prompt_tokens if response else None,
-                        response.completion_tokens if response else None,
-                        response.cost_usd if response else None,
-                        response.response_id if response else None,
-                        response.finish_reason if response else None,
-                        attempt.started_at,
-                    ]
-                )  # fmt: skip
+                    attempt_row(call_id, "judge", number, run_id, gid, attempt)
+                )
             response = outcome.response
             reply = response.text if response is not None else None
             extra: dict[str, Any] = {}

@@ -588,23 +588,7 @@ def _write_batch(
             response = attempt.response
             cost += (response.cost_usd or 0.0) if response else 0.0
             attempt_rows.append(
-                [
-                    gid,
-                    "reader",
-                    number,
-                    run_id,
-                    gid,
-                    attempt.status,
-                    attempt.error,
-                    attempt.http_status,
-                    attempt.latency_ms,
-                    response.prompt_tokens if response else None,
-                    response.completion_tokens if response else None,
-                    response.cost_usd if response else None,
-                    response.response_id if response else None,
-                    response.finish_reason if response else None,
-                    attempt.started_at,
-                ]
+                attempt_row(gid, "reader", number, run_id, gid, attempt)
             )
         response = outcome.response if outcome.status != "error" else None
         answer = response.text.strip() if response is not None else None
@@ -678,6 +662,25 @@ ATTEMPT_COLUMNS = (
     "finish_reason",
     "started_at",
 )
+
+
+def attempt_row(
+    call_id: str, kind: str, number: int, run_id: str, gid: str, attempt: Any
+) -> list[Any]:
+    """One ``raw.generation_attempts`` row (:data:`ATTEMPT_COLUMNS`) of a call attempt."""
+    response = attempt.response
+    return [
+        call_id, kind, number, run_id, gid, attempt.status, attempt.error,
+        attempt.http_status, attempt.latency_ms,
+        response.prompt_tokens if response else None,
+        response.completion_tokens if response else None,
+        response.cost_usd if response else None,
+        response.response_id if response else None,
+        response.finish_reason if response else None,
+        attempt.started_at,
+    ]  # fmt: skip
+
+
 GENERATION_COLUMNS = (
     "generation_id",
     "run_id",

@@ -77,17 +77,13 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def _apply_pending(con: duckdb.DuckDBPyConnection) -> list[str]:
     applied = applied_migrations(con)
+    _check_unchanged(applied)
     done = []
     for version, path in migration_files():
+        if version in applied:
+            continue
         text = path.read_text(encoding="utf-8")
         digest = sha256_text(text)
-        if version in applied:
-            if applied[version] != digest:
-                raise WarehouseError(
-                    f"migration {path.name} changed after it was applied; "
-                    "add a new migration instead of editing this one"
-                )
-            continue
         con.execute(text)
         con.execute(
             "insert into raw.schema_migrations (version, name, sha256, applied_at) "
@@ -110,8 +106,11 @@ def _applied_or_none(con: duckdb.DuckDBPyConnection) -> dict[int, str] | None:
 
 
 def _check_unchanged(applied: dict[int, str]) -> None:
+    """Refuse when an applied migration's file no longer has the recorded sha256."""
     for version, path in migration_files():
-        if applied.get(version) != sha256_text(path.read_text(encoding="utf-8")):
+        if version not in applied:
+            continue
+        if applied[version] != sha256_text(path.read_text(encoding="utf-8")):
             raise WarehouseError(
                 f"migration {path.name} changed after it was applied; "
                 "add a new migration instead of editing this one"

@@ -36,6 +36,26 @@ def test_edited_migration_is_refused(tmp_path, monkeypatch):
         schema.migrate(con)
 
 
+def test_a_new_migration_applies_alone_and_an_edited_one_blocks_it(
+    tmp_path, monkeypatch
+):
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    (folder / "0001_a.sql").write_text(
+        "create schema if not exists raw; create table raw.t (x int);"
+    )
+    monkeypatch.setattr(schema, "MIGRATIONS_DIR", folder)
+    con = warehouse.connect(":memory:", migrate=False)
+    assert schema.migrate(con) == ["0001_a.sql"]
+    (folder / "0002_b.sql").write_text("create table raw.u (x int);")
+    assert schema.migrate(con) == ["0002_b.sql"]  # 0001 is not applied again
+    (folder / "0001_a.sql").write_text("create table raw.t (x int, y int);")
+    (folder / "0003_c.sql").write_text("create table raw.v (x int);")
+    with pytest.raises(WarehouseError, match="0001_a.sql changed after it was applied"):
+        schema.migrate(con)
+    assert schema.schema_version(con) == 2  # 0003 did not land either
+
+
 def test_failed_migration_leaves_the_previous_schema(tmp_path, monkeypatch):
     """Pending migrations apply in one transaction: a failure anywhere leaves none."""
     folder = tmp_path / "migrations"

@@ -33,7 +33,7 @@ def fit_width() -> None:
         if columns.isdigit() and int(columns) > 0:
             target.width = int(columns)
         elif stream.isatty():
-            target._width = None  # rich measures the terminal
+            target.width = None  # type: ignore[assignment]  # rich measures the terminal
         else:
             target.width = 160
 

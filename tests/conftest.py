@@ -56,6 +56,7 @@ def scheduling_unit(nodeid: str) -> str:
     return _SHARED_FILES.get(path, path)
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist (dev extra)
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 

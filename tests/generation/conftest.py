@@ -67,8 +67,9 @@ def _local_config(path: Path, url: str) -> Path:
 
 @pytest.fixture(scope="session")
 def local_panel(tmp_path_factory, loaded_db) -> LocalPanel:
-    """SmolLM2 and Gemma 3 answer 3 items raw and summarised (12 real
-    generations through the local OpenAI-compatible server), then one dbt build.
+    """SmolLM2 and Gemma 3 answer 2 items raw and summarised (8 real
+    generations through the local OpenAI-compatible server: the README's replay
+    flow, ``--limit 2``), then one dbt build.
     Used by the local-panel and rescore tests (slow)."""
     from generation.backends.local import LocalBackend
     from generation.backends.retry import RetryPolicy
@@ -92,7 +93,7 @@ def local_panel(tmp_path_factory, loaded_db) -> LocalPanel:
             DATASET,
             readers,
             ["raw", SUMMARY],
-            limit=3,
+            limit=2,
             concurrency=2,
             retry=RetryPolicy(backoff_base_s=0.1),
         )
@@ -101,7 +102,7 @@ def local_panel(tmp_path_factory, loaded_db) -> LocalPanel:
         rerun_db = root / "rerun.duckdb"
         copy_warehouse(loaded_db, rerun_db)
         rerun_con = warehouse.connect(rerun_db)
-        replay(rerun_con, DATASET, readers[:1], [SUMMARY], limit=3, concurrency=1)
+        replay(rerun_con, DATASET, readers[:1], [SUMMARY], limit=2, concurrency=1)
         rerun = rerun_con.execute(
             "select generation_id, answer from raw.generations "
             "where reader_id = 'local/smollm2-135m-instruct'"

@@ -3,7 +3,7 @@ readers, first warned for mixed scorers by ``dbt build``, then put on one
 scorer by ``rescore``, builds with no scorer warning.
 
 Slow: starts from the session fixture ``local_panel`` (SmolLM2-135M-Instruct and
-Gemma 3 270M served on 127.0.0.1, 3 items x 2 evidence conditions each, one dbt
+Gemma 3 270M served on 127.0.0.1, 2 items x 2 evidence conditions each, one dbt
 build), rescores a copy and builds it again.
 """
 

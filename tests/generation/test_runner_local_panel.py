@@ -2,8 +2,8 @@
 the bundled example's hosted readers in one verified panel, then audited.
 
 Slow: the session fixture ``local_panel`` (tests/generation/conftest.py) serves
-SmolLM2-135M-Instruct and Gemma 3 270M on 127.0.0.1, runs 3 items x 2 evidence
-conditions per model (12 real generations), then dbt.
+SmolLM2-135M-Instruct and Gemma 3 270M on 127.0.0.1, runs 2 items x 2 evidence
+conditions per model (8 real generations, the README's ``--limit 2``), then dbt.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def panel_run(local_panel):
 
 def test_local_readers_answer_through_the_http_server(panel_run):
     database, summary, requests, *_ = panel_run
-    assert (summary.planned, summary.made, summary.failed) == (12, 12, 0)
-    assert summary.ok + summary.empty == 12
+    assert (summary.planned, summary.made, summary.failed) == (8, 8, 0)
+    assert summary.ok + summary.empty == 8
     # every call went over HTTP to the served model it named
     assert sorted({r.model for r in requests}) == sorted(MODELS)
     assert len(requests) == summary.attempts
@@ -40,7 +40,7 @@ def test_local_readers_answer_through_the_http_server(panel_run):
         "where reader_id like 'local/%' group by 1, 2 order by 1, 2"
     ).fetchall()
     assert [row[:4] for row in rows] == [
-        (f"local/{name}", policy, 3, 3)
+        (f"local/{name}", policy, 2, 2)
         for name in sorted(MODELS)
         for policy in ("hotpotqa-distractor-10", SUMMARY)
     ]
@@ -59,12 +59,12 @@ def test_answers_are_identical_across_reruns(panel_run):
         ).fetchall()
     )
     con.close()
-    assert len(rerun) == 3 and dict(rerun) == first
+    assert len(rerun) == 2 and dict(rerun) == first
 
 
 def test_local_and_hosted_readers_share_one_verified_panel(panel_run):
-    # the local readers answered 3 of the 100 rows: the hosted panel keeps its 100
-    # rows and the [all readers] panel holds the 3 rows all four share
+    # the local readers answered 2 of the 100 rows: the hosted panel keeps its 100
+    # rows and the [all readers] panel holds the 2 rows all four share
     database, *_, built, output = panel_run
     assert built.ok, "\n".join(output[-40:])
     con = warehouse.connect(database, read_only=True)
@@ -81,7 +81,7 @@ def test_local_and_hosted_readers_share_one_verified_panel(panel_run):
     by_metric = {row[1]: row for row in panels}
     for metric in ("exact_match", "token_f1"):
         _, _, readers, families, rows, verdict = by_metric[metric]
-        assert (readers, families, rows, verdict) == (4, 4, 3, "verified")
+        assert (readers, families, rows, verdict) == (4, 4, 2, "verified")
     panel_id = by_metric["exact_match"][0]
     readers = con.execute(
         "select reader_id, reader_family, row_count from marts.fct_panel_readers "
@@ -89,10 +89,10 @@ def test_local_and_hosted_readers_share_one_verified_panel(panel_run):
         [panel_id],
     ).fetchall()
     assert readers == sorted(
-        [(h, h.split("/")[0], 3) for h in HOSTED]
+        [(h, h.split("/")[0], 2) for h in HOSTED]
         + [
-            ("local/gemma3-270m", "gemma", 3),
-            ("local/smollm2-135m-instruct", "smollm2", 3),
+            ("local/gemma3-270m", "gemma", 2),
+            ("local/smollm2-135m-instruct", "smollm2", 2),
         ]
     )
     # contains: only the local readers were scored with it
@@ -103,7 +103,7 @@ def test_local_and_hosted_readers_share_one_verified_panel(panel_run):
     from analysis.panel import read_panel
 
     panel = read_panel(database, panel_id)
-    assert panel.raw.shape == (4, 3) and list(panel.readers) == sorted(
+    assert panel.raw.shape == (4, 2) and list(panel.readers) == sorted(
         [*HOSTED, "local/gemma3-270m", "local/smollm2-135m-instruct"]
     )
     audit = audit_panel(

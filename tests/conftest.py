@@ -15,6 +15,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # explicit COLUMNS, so a worker would see other tables than a plain run
     os.environ.pop("COLUMNS", None)
     os.environ.pop("LINES", None)
+    # two workers share the machine's cores: one torch thread each, so the two
+    # local-model tests running side by side do not oversubscribe them
+    os.environ.setdefault("RAGLEDGER_TORCH_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "data" / "examples" / "ragscale-openrouter-hotpotqa"
@@ -65,3 +68,38 @@ def pytest_xdist_make_scheduler(config, log):
             return scheduling_unit(nodeid)
 
     return SharedBuildScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """In a mutmut mutant run, the cheapest tests first.
+
+    mutmut runs a mutant's tests with ``-x``: the first failure kills it, so
+    the quick tests go first. Modules stay whole (their module fixtures are
+    built once), ordered by their cheapest test; inside a module the cheapest
+    first. Durations are the ones mutmut recorded (``mutmut-stats.json`` in
+    the ``mutants/`` folder it runs in). Other runs keep pytest's order.
+    """
+    del config
+    if os.environ.get("MUTANT_UNDER_TEST", "stats") in ("stats", ""):
+        return
+    stats = Path("mutmut-stats.json")
+    if not stats.exists():
+        return
+    import json
+
+    durations = json.loads(stats.read_text()).get("duration_by_test", {})
+
+    def cost(item) -> float:
+        return durations.get(item.nodeid, 0.0)
+
+    cheapest: dict[str, float] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        cheapest[module] = min(cheapest.get(module, cost(item)), cost(item))
+    items.sort(
+        key=lambda item: (
+            cheapest[item.nodeid.split("::")[0]],
+            item.nodeid.split("::")[0],
+            cost(item),
+        )
+    )

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from analysis.nulls import null_replay
+from tests.analysis import split_loops as loops
+from tests.analysis.simulate import binary_panel
 
 FIELDS = (
     "null_excess_median", "null_excess_interval", "excess_exceeds_share",
@@ -62,3 +64,44 @@ def test_a_null_needs_two_readers_and_two_rows(shape):
         observed_both_half=0.25, draws=7, splits=9, seed=3,
     )  # fmt: skip
     _assert_empty(got, "row-exchangeable", "needs two readers and two rows", 3)
+
+
+def test_no_eligible_pair_in_any_draw_names_the_reason():
+    """Identical raw readers stay identical under the row-exchangeable null: no pair
+    is ever eligible, so each draw is omitted and both medians say why."""
+    raw = np.tile(np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 0], float), (3, 1))
+    comp = np.random.default_rng(2).integers(0, 2, raw.shape).astype(float)
+    got = null_replay(
+        raw, comp, kind="row-exchangeable", observed_excess=0.125,
+        observed_both_half=0.25, draws=7, splits=9, seed=4,
+    )  # fmt: skip
+    assert got.draws_without_eligible_pairs == 7
+    why = "no split has an eligible pair"
+    assert got.reasons == {"null_excess_median": why, "null_both_half_median": why}
+    assert math.isnan(got.null_excess_median) and math.isnan(got.excess_exceeds_share)
+    assert math.isnan(got.both_half_exceeds_share)
+    doc = got.to_dict()
+    assert doc["null_excess_median"] is None
+    assert doc["null_excess_median_reason"] == why
+    assert doc["null_both_half_median_reason"] == why
+    assert [r.reason for r in got.stat_rows()] == [why, why]
+
+
+def test_exceeds_share_counts_only_null_draws_strictly_below_the_observed():
+    """docs/statistics.md: the share of null draws whose median is strictly below the
+    observed value. The observed values here tie null draws exactly (the loop in
+    tests/analysis/split_loops.py gives every draw's median), so ties count as not below."""
+    raw, comp, *_ = binary_panel(m=6, n=80, seed=3)
+    draws, splits, seed = 12, 30, 99
+    excess, both = loops.null_loop(
+        raw, comp, kind="row-exchangeable", draws=draws, splits=splits, seed=seed
+    )
+    tie_excess, tie_both = np.sort(excess)[draws // 2], np.sort(both)[draws // 2]
+    assert (excess == tie_excess).sum() >= 1 and (both == tie_both).sum() >= 1
+    got = null_replay(
+        raw, comp, kind="row-exchangeable", observed_excess=float(tie_excess),
+        observed_both_half=float(tie_both), draws=draws, splits=splits, seed=seed,
+    )  # fmt: skip
+    assert got.excess_exceeds_share == np.sum(excess < tie_excess) / draws
+    assert got.both_half_exceeds_share == np.sum(both < tie_both) / draws
+    assert got.both_half_exceeds_share < np.sum(both <= tie_both) / draws

@@ -101,6 +101,34 @@ def test_chi_square_equals_scipy(readers):
     assert got.dof == want.dof
 
 
+def test_chi_square_with_a_column_total_of_one_is_computed():
+    """One event among 30 cells: every expected count is positive, so the test is
+    defined (E = row total x 1 / 30 in the event column); scipy gives the value."""
+    events, totals = np.array([1, 0, 0]), np.array([10, 12, 8])
+    got = homogeneity(events, totals)
+    table = np.stack([events, totals - events], axis=1)
+    want = chi2_contingency(table)
+    expected = table.sum(axis=1)[:, None] * table.sum(axis=0)[None, :] / table.sum()
+    assert got.statistic == pytest.approx(((table - expected) ** 2 / expected).sum())
+    assert got.statistic == pytest.approx(want.statistic, rel=1e-12)
+    assert got.pvalue == pytest.approx(want.pvalue, rel=1e-12)
+    assert (got.dof, got.readers_tested, got.corrected, dict(got.reasons)) == (
+        2, 3, False, {},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("events", "totals"), [([0, 0, 0], [5, 7, 9]), ([4, 6], [4, 6])]
+)
+def test_chi_square_with_every_cell_on_one_side_is_null_with_its_reason(events, totals):
+    got = homogeneity(np.array(events), np.array(totals))
+    k = len(events)
+    why = "every tested cell falls on one side (an expected count is zero)"
+    assert np.isnan(got.statistic) and np.isnan(got.pvalue)
+    assert (got.dof, got.readers_tested, got.corrected) == (k - 1, k, False)
+    assert dict(got.reasons) == {"statistic": why, "pvalue": why}
+
+
 def test_rescue_damage_definitions():
     raw = np.array([[0, 0, 1, 1], [1, 1, 1, 0]], float)
     comp = np.array([[1, 0, 0, 1], [1, 0, 1, 1]], float)

@@ -254,3 +254,22 @@ def test_bad_file_still_names_its_line_through_the_fast_reader(tmp_path, panel_c
         writer.writerows(rows)
     with pytest.raises(InputError, match=r":9: column 'compressed_score'"):
         read_panel_csv(path)
+
+
+def test_a_missing_token_count_drops_token_arrays_on_both_routes(tmp_path, panel_csv):
+    """One empty raw_tokens cell: neither route imputes it; both give no token arrays."""
+    source, *_ = panel_csv
+    rows = list(csv.DictReader(source.open()))[:40]
+    rows[5]["raw_tokens"] = ""
+    path = tmp_path / "paired_scores.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    fast = _columnar_panel(path, None, None)
+    assert fast is not None and fast.raw.shape == (20, 2)
+    assert fast.raw_tokens is None and fast.comp_tokens is None
+    exact = panel_from_ragscale(read_ragscale_file(path))
+    assert exact.raw_tokens is None and exact.comp_tokens is None
+    assert_same_panel(exact, fast)
+    assert read_panel_csv(path).raw_tokens is None  # the route replay-audit runs

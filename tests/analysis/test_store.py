@@ -12,13 +12,14 @@ import re
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 
 import analysis.store as store
 from analysis.audit import AuditSettings, audit_panel, pair_audit
 from analysis.panel import PanelArrays
 from tests.analysis.mutation_stats import module_scope
-from tests.analysis.simulate import binary_panel
+from tests.analysis.simulate import binary_panel, continuous_panel
 from warehouse.errors import WarehouseError
 
 SMALL = AuditSettings(draws=60, splits=50, null_draws=3, null_splits=10, pair_draws=50)
@@ -198,3 +199,44 @@ def test_an_audit_lists_its_panel_rows_then_each_declared_pair(audits):
     assert audit.stat_rows() == panel_rows + pair.stat_rows()
     twice = dataclasses.replace(audit, declared_pairs=[pair, pair])
     assert twice.stat_rows() == panel_rows + pair.stat_rows() * 2
+
+
+def test_reader_results_hold_each_readers_rescue_and_damage(tmp_path, audits):
+    """rescue/damage columns: shares on a binary panel (rescued over all cells, damaged
+    over raw-correct cells), mean positive/negative change in pp on a continuous one."""
+    (binary,), _ = audits
+    raw, comp, readers, families = continuous_panel(m=4, n=30, seed=5)
+    panel = PanelArrays(
+        "p2", "toy | f1", "f1", raw, comp, tuple(readers),
+        tuple(f"i{k:02d}" for k in range(30)), tuple(families),
+    )  # fmt: skip
+    continuous = audit_panel(panel, dataclasses.replace(SMALL, nulls=False))
+    con = analysis_schema(tmp_path / "w.duckdb")
+    store.write_tables(con, [binary, continuous])
+    got = con.execute(
+        "select panel_id, reader_id, rescue, damage, cells from analysis.reader_results "
+        "order by panel_id, reader_id"
+    ).fetchall()
+    want = []
+    b = binary.arrays
+    for k, reader in enumerate(b.readers):
+        rescued = np.sum((b.raw[k] == 0) & (b.comp[k] == 1))
+        damaged = np.sum((b.raw[k] == 1) & (b.comp[k] == 0))
+        want.append(("p1", reader, rescued / 60, damaged / np.sum(b.raw[k] == 1), 60))
+    for k, reader in enumerate(readers):
+        change = comp[k] - raw[k]
+        want.append(
+            (
+                "p2",
+                reader,
+                100 * np.mean(np.maximum(change, 0)),
+                100 * np.mean(np.maximum(-change, 0)),
+                30,
+            )
+        )
+    assert [row[:2] for row in got] == [row[:2] for row in want]
+    for row, expected in zip(got, want, strict=True):
+        assert row[2] == pytest.approx(expected[2], abs=1e-12), row
+        assert row[3] == pytest.approx(expected[3], abs=1e-12), row
+        assert row[4] == expected[4]
+    assert all(row[2] > 0 and row[3] > 0 for row in got)

@@ -316,3 +316,30 @@ def test_pair_on_scores_that_are_not_binary_says_why_mcnemar_is_null():
     for key in ("raw_mcnemar_p", "compressed_mcnemar_p"):
         assert doc[key] is None
         assert doc[f"{key}_reason"] == "exact McNemar needs 0/1 scores"
+
+
+def test_pair_audit_slices_use_the_settings_minimum_rows():
+    """``pair_audit`` (what ``audit --current/--candidate`` runs) passes
+    ``AuditSettings.minimum_slice_rows`` on: with 4, the 3-row group is left out."""
+    from analysis.audit import AuditSettings, pair_audit
+    from analysis.panel import PanelArrays
+
+    types = ("a",) * 4 + ("b",) * 3 + ("c",) * 5
+    current = np.zeros(12)
+    candidate = np.array([1, 1, 1, 0, 1, 0, 0, 1, 1, 1, 1, 1], float)
+    candidate_comp = np.array([1, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0], float)
+    panel = PanelArrays(
+        "p", "toy | em", "em", np.stack([current, candidate]),
+        np.stack([current, candidate_comp]), ("cur", "cand"),
+        tuple(f"i{k:02d}" for k in range(12)), ("f", "g"),
+        question_types=types, hints={"question_type": types},
+    )  # fmt: skip
+    settings = AuditSettings(pair_draws=20, minimum_slice_rows=4)
+    got = pair_audit(panel, "cur", "cand", settings=settings).slices
+    # a: raw 3/4, compressed 1/4; c: raw 5/5, compressed 2/5 (current is all zeros)
+    assert [(s["value"], s["rows"]) for s in got] == [("a", 4), ("c", 5)]
+    assert (got[0]["raw_upgrade"], got[0]["compressed_upgrade"]) == (0.75, 0.25)
+    assert got[0]["retention"] == pytest.approx(1 / 3, abs=1e-15)
+    assert (got[1]["raw_upgrade"], got[1]["compressed_upgrade"]) == (1.0, 0.4)
+    default = pair_audit(panel, "cur", "cand", settings=AuditSettings(pair_draws=20))
+    assert default.slices == []  # no group reaches the default 10 rows

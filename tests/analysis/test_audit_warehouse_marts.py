@@ -81,17 +81,20 @@ def _outcomes():
     return {name: [row[k] for row in rows] for k, name in enumerate(names)}
 
 
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory):
-    path = tmp_path_factory.mktemp("marts") / "w.duckdb"
+def _dim(panels):
+    return pa.table({
+        "panel_id": [p.panel_id for p in panels],
+        "panel_name": [p.panel_name for p in panels],
+        "metric": [p.metric for p in panels],
+    })  # fmt: skip
+
+
+def _write_marts(path, panels=PANELS):
+    """A lake whose marts hold ``panels`` and the selection outcomes."""
     con = warehouse.connect(path)
     try:
-        dim = pa.table({  # noqa: F841 - read by the SQL below
-            "panel_id": [p.panel_id for p in PANELS],
-            "panel_name": [p.panel_name for p in PANELS],
-            "metric": [p.metric for p in PANELS],
-        })  # fmt: skip
-        cells = pa.table(_cells(PANELS))  # noqa: F841
+        dim = _dim(panels)  # noqa: F841 - read by the SQL below
+        cells = pa.table(_cells(panels))  # noqa: F841
         outcomes = pa.table(_outcomes())  # noqa: F841
         con.execute("create schema if not exists marts")
         con.execute("create table marts.dim_panels as select * from dim")
@@ -100,6 +103,11 @@ def lake(tmp_path_factory):
     finally:
         con.close()
     return path
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    return _write_marts(tmp_path_factory.mktemp("marts") / "w.duckdb")
 
 
 def _same_audit(got, panel, settings=FAST):
@@ -172,6 +180,58 @@ def test_declared_pair_on_panels_with_both_readers_seeded_per_metric(lake):
     assert [p.metric for _, p in run.pairs] == ["exact_match", "token_f1"]
     seeds = [p.bootstrap_seed for _, p in run.pairs]
     assert seeds == [FAST.seed, FAST.seed + 1]
+
+
+def _audit_rows(path):
+    con = warehouse.connect(path, read_only=True)
+    try:
+        return con.execute(
+            "select a.panel_id, a.mode, a.declared_pair, a.snapshot_id, count(s.statistic) "
+            "from analysis.audits a left join analysis.statistics s using (audit_id) "
+            "group by all order by all"
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def test_declared_pair_rows_are_written_beside_the_panel_rows(tmp_path):
+    path = _write_marts(tmp_path / "w.duckdb")
+    snapshot = warehouse.pin(path).snapshot  # the one the audit reads
+    run = audit_warehouse(
+        path, panels=["pB"], settings=FAST, current="org/beta", candidate="org/eps",
+        selection=False,
+    )  # fmt: skip
+    ((audit, pair),) = run.pairs
+    pair_rows, panel_rows = len(pair.stat_rows()), len(audit.panel_stat_rows())
+    assert pair_rows > 0 and run.rows_written == pair_rows + panel_rows
+    assert _audit_rows(path) == [
+        ("pB", "declared-pair", "org/beta -> org/eps", snapshot, pair_rows),
+        ("pB", "panel", None, snapshot, panel_rows),
+    ]
+
+
+def test_at_reads_and_records_an_earlier_snapshot(tmp_path):
+    """``at``: every read sees that snapshot (a panel added later is not there)
+    and the rows written name it."""
+    path = _write_marts(tmp_path / "w.duckdb")
+    earlier = warehouse.pin(path).snapshot
+    late = _arrays("pD", "ds | late", "late", 4)
+    con = warehouse.connect(path)
+    try:
+        dim = _dim([late])  # noqa: F841 - read by the SQL below
+        cells = pa.table(_cells([late]))  # noqa: F841
+        con.execute("insert into marts.dim_panels select * from dim")
+        con.execute("insert into marts.fct_panel_cells select * from cells")
+    finally:
+        con.close()
+    assert warehouse.pin(path).snapshot > earlier  # pD is in the current snapshot
+    with pytest.raises(WarehouseError, match="no panel 'pD' in marts.dim_panels"):
+        audit_warehouse(path, panels=["pD"], settings=FAST, selection=False, at=earlier)
+    run = audit_warehouse(
+        path, panels=["pB"], settings=FAST, selection=False, at=earlier
+    )
+    assert [a.panel["panel_id"] for a in run.audits] == ["pB"]
+    assert _audit_rows(path) == [("pB", "panel", None, earlier, run.rows_written)]
 
 
 def test_declared_pair_refusals(lake):

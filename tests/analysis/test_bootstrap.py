@@ -129,6 +129,30 @@ def test_chi_square_with_every_cell_on_one_side_is_null_with_its_reason(events, 
     assert dict(got.reasons) == {"statistic": why, "pvalue": why}
 
 
+@pytest.mark.parametrize(("events", "totals"), [([0, 3], [0, 5]), ([2], [4]), ([], [])])
+def test_chi_square_with_fewer_than_two_readers_is_null_with_its_reason(events, totals):
+    """A reader with no cells in the denominator is left out of the table."""
+    got = homogeneity(np.array(events, int), np.array(totals, int))
+    why = "fewer than two readers have cells for this rate"
+    assert np.isnan(got.statistic) and np.isnan(got.pvalue)
+    assert (got.dof, got.readers_tested, got.corrected) == (
+        0,
+        min(len(events), 1),
+        False,
+    )
+    assert dict(got.reasons) == {"statistic": why, "pvalue": why}
+
+
+def test_chi_square_keeps_a_reader_with_one_cell():
+    """Only readers with no cells leave the table: one cell is a row of the table."""
+    events, totals = np.array([1, 3, 0, 9]), np.array([1, 10, 0, 20])
+    got = homogeneity(events, totals)
+    table = np.stack([events, totals - events], axis=1)[[0, 1, 3]]
+    want = chi2_contingency(table)
+    assert got.readers_tested == 3 and got.dof == 2
+    assert got.statistic == pytest.approx(want.statistic, rel=1e-12)
+
+
 def test_rescue_damage_definitions():
     raw = np.array([[0, 0, 1, 1], [1, 1, 1, 0]], float)
     comp = np.array([[1, 0, 0, 1], [1, 0, 1, 1]], float)

@@ -623,3 +623,29 @@ def test_replay_audit_file_end_to_end(tmp_path):
     assert block["split"]["flips"]["median_excess"] == pytest.approx(
         flips["median_excess"], abs=TOL
     )
+
+
+@pytest.mark.parametrize("families", [True, False])
+def test_endpoint_bootstrap_keeps_a_draw_exactly_at_the_gap(families):
+    """Means on a quarter grid are exact in float64, so many resampled endpoint
+    gaps equal ``gap`` = 0.25 exactly; docs/statistics.md keeps them (``>= gap``)."""
+    from analysis.retention import retention_bootstrap
+
+    raw = np.array([[0, 0, 1, 1], [0, 1, 1, 1], [1, 1, 1, 0], [0, 0, 0, 1]], float)
+    comp = np.array([[0, 1, 1, 1], [0, 1, 0, 1], [1, 1, 1, 1], [0, 0, 1, 1]], float)
+    labels = ["f0", "f1", "f0", "f2"]
+    fam = labels if families else None
+    got = retention_bootstrap(raw, comp, fam, gap=0.25, draws=400, seed=5)
+    want = ref.retention_bootstrap(raw, comp, fam, gap=0.25, draws=400, seed=5)
+    rng = np.random.default_rng(5)
+    if families:
+        rng.integers(0, 3, size=(400, 3))
+    rows = rng.integers(0, 4, size=(400, 4))
+    spans = raw[:, rows].mean(axis=2)  # readers x draws (every reader present)
+    assert np.any(spans.max(axis=0) - spans.min(axis=0) == 0.25)  # ties happen
+    assert (got.draws_used, got.draws_discarded) == (
+        want["draws_used"],
+        want["draws_discarded"],
+    )
+    assert [got.interval.low, got.interval.high] == pytest.approx(want["interval"])
+    assert got.same_pair_share == pytest.approx(want["same_pair_share"])

@@ -187,3 +187,23 @@ def test_clustered_draws_keep_clusters_whole():
 def test_counts_from_indices():
     idx = np.array([[0, 0, 2], [1, 2, 2]])
     assert counts_from_indices(idx, 3).tolist() == [[2, 0, 1], [0, 1, 2]]
+
+
+@pytest.mark.parametrize(
+    ("rho", "label"),
+    [
+        (1.0, "preserved-or-enlarged"),
+        (2.5, "preserved-or-enlarged"),
+        (0.999, "attenuated"),
+        (1e-12, "attenuated"),
+        (0.0, "removed-or-reversed"),
+        (-0.4, "removed-or-reversed"),
+        (float("nan"), "undefined"),
+        (float("inf"), "undefined"),
+    ],
+)
+def test_retention_labels_at_their_boundaries(rho, label):
+    """docs/statistics.md section 1: >= 1, (0, 1), <= 0, and undefined."""
+    from analysis.retention import retention_label
+
+    assert retention_label(rho) == label

@@ -221,3 +221,31 @@ def test_only_an_infinite_token_count_drops_the_counts(tmp_path):
     records[1]["raw_tokens"] = "inf"
     panel = panel_from_ragscale(read_ragscale_file(_write(tmp_path, records)))
     assert panel.raw_tokens is None and panel.comp_tokens is None
+
+
+@pytest.mark.parametrize("bad", ["1.5", "2", "-0.1", "nan", "inf"])
+def test_the_columnar_csv_route_refuses_a_score_outside_zero_one(tmp_path, bad):
+    """replay-audit reads a CSV through read_panel_csv's columnar route; a score
+    outside [0, 1] must reach the row-by-row refusal, not enter the panel."""
+    import csv
+
+    from analysis.ragscale_files import read_panel_csv
+
+    records = _records()
+    records[2]["compressed_score"] = bad
+    path = tmp_path / "paired_scores.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(records[0]))
+        writer.writeheader()
+        for record in records:
+            writer.writerow({k: json.dumps(v) if isinstance(v, dict | list) else v
+                             for k, v in record.items()})  # fmt: skip
+    with pytest.raises(InputError) as error:
+        read_panel_csv(path)
+    text = str(error.value).replace(str(path), "FILE")
+    assert text.startswith(
+        "FILE:4: column 'compressed_score': compressed_score must contain finite "
+        "scores in [0, 1]"
+    ), text
+    path.write_text(path.read_text().replace(f",{bad},", ",1,", 1))
+    assert read_panel_csv(path).comp.max() == 1.0

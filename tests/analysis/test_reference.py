@@ -82,6 +82,7 @@ def _cases():
     b8 = binary_panel(m=8, n=100, seed=3, families=4)
     b25 = binary_panel(m=25, n=600, seed=5, families=9)
     c12 = continuous_panel(m=12, n=200, seed=11)
+    b3 = binary_panel(m=3, n=120, seed=17, families=3)
     small = AuditSettings(draws=30, splits=40, null_draws=30, null_splits=20)
     return [
         Case("binary-8x100", _panel("binary-8x100", *b8, tokens=True), small),
@@ -105,6 +106,8 @@ def _cases():
             ),
         ),
         Case("identical-9x100", _panel("identical-9x100", *_identical_panel()), small),
+        # the smallest panel with a three-reader screen
+        Case("binary-3x120", _panel("binary-3x120", *b3), small),
     ]
 
 

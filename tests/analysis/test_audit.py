@@ -316,3 +316,29 @@ def test_suggestion_matches_the_name_after_the_provider():
         _suggestion("llama-3.3-70b", known) == known[0]
     )  # only the short name is close
     assert _suggestion("Qwen/Qwen-2.5-7B-Instruct", known) == known[1]
+
+
+def test_the_panel_block_carries_the_panels_info_as_json_values():
+    """What the panel reader recorded (source, dropped rows, counts) is in the
+    panel block as plain JSON values; ``warnings`` and the identity keys are not
+    taken from it."""
+    raw, comp, readers, families = binary_panel(m=4, n=40, seed=2, families=2)
+    panel = PanelArrays(
+        panel_id="p", panel_name="name", metric="em", raw=raw, comp=comp,
+        readers=readers, items=tuple(f"i{k}" for k in range(40)), families=families,
+        info={"source": "paired_scores.csv", "dropped_items": np.int64(2),
+              "share": np.float64(0.5), "metric": "other", "warnings": ["w"]},
+    )  # fmt: skip
+    block = audit_panel(
+        panel, AuditSettings(draws=5, splits=5, null_draws=2, null_splits=2)
+    ).panel
+    assert block["source"] == "paired_scores.csv"
+    assert block["dropped_items"] == 2 and type(block["dropped_items"]) is int
+    assert block["share"] == 0.5 and type(block["share"]) is float
+    assert (block["panel_id"], block["panel_name"], block["metric"]) == (
+        "p",
+        "name",
+        "em",
+    )
+    assert "warnings" not in block
+    assert (block["readers"], block["families"], block["rows"]) == (4, 2, 40)

@@ -105,3 +105,15 @@ def test_exceeds_share_counts_only_null_draws_strictly_below_the_observed():
     assert got.excess_exceeds_share == np.sum(excess < tie_excess) / draws
     assert got.both_half_exceeds_share == np.sum(both < tie_both) / draws
     assert got.both_half_exceeds_share < np.sum(both <= tie_both) / draws
+
+
+def test_a_generator_seed_is_recorded_as_null():
+    """Only an integer seed can be written down; a Generator's draws are used
+    but the result records no seed."""
+    rng = np.random.default_rng(8)
+    raw = (rng.random((4, 30)) < 0.5).astype(float)
+    comp = (rng.random((4, 30)) < 0.5).astype(float)
+    kwargs = dict(kind="row-exchangeable", observed_excess=0.1,
+                  observed_both_half=0.2, draws=4, splits=5)  # fmt: skip
+    assert null_replay(raw, comp, seed=np.random.default_rng(3), **kwargs).seed is None
+    assert null_replay(raw, comp, seed=3, **kwargs).seed == 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -342,3 +343,16 @@ def test_the_panel_block_carries_the_panels_info_as_json_values():
     )
     assert "warnings" not in block
     assert (block["readers"], block["families"], block["rows"]) == (4, 2, 40)
+
+
+@pytest.mark.parametrize("case", list(DEGENERATE))
+def test_degenerate_panels_print_no_numpy_warning(case):
+    """Undefined ratios and empty selections are nulls with reasons, not
+    RuntimeWarnings on the user's terminal."""
+    import warnings
+
+    raw, comp, families = DEGENERATE[case]()
+    panel = make_panel(raw, comp, families=families)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        audit_panel(panel, dataclasses.replace(SMALL, sensitivity=True))

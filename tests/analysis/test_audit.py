@@ -55,6 +55,10 @@ def test_same_inputs_and_seed_give_byte_identical_summary(panel, tmp_path):
     again = audit_panel(panel, SMALL)
     second = write_folder(tmp_path / "b", summary([again]), [again])
     assert first["summary"].read_bytes() == second["summary"].read_bytes()
+    # the names the README and the CLI give
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [
+        "REPORT.md", "report.html", "summary.json",
+    ]  # fmt: skip
     html = first["html"].read_text()
     assert html.count("data:image/png;base64,") == 4
     assert (

@@ -78,3 +78,30 @@ def test_no_draws_leave_every_interval_undefined(draws):
         a, a, 1 - a, a, gap=0.05, draws=draws, seed=0
     )
     assert used == 0 and not (raw.defined or comp.defined or ratio.defined)
+
+
+def test_pair_audit_uses_the_settings_gap():
+    """raw and compressed upgrades 0.25 (b right on 2 more of 8 rows each way):
+    retention 1 at gap 0.2; at gap 0.3 no retention, with the reason."""
+    from analysis.audit import pair_audit
+    from analysis.panel import PanelArrays
+    from analysis.settings import AuditSettings
+
+    raw = np.array([[0, 0, 1, 0, 1, 0, 1, 0], [1, 1, 1, 0, 1, 0, 1, 0]], float)
+    comp = np.array([[0, 1, 1, 0, 1, 0, 1, 0], [1, 1, 1, 1, 1, 0, 1, 0]], float)
+    panel = PanelArrays(
+        panel_id="p", panel_name="p", metric="em", raw=raw, comp=comp,
+        readers=("a", "b"), items=tuple(f"i{k}" for k in range(8)), families=("f", "g"),
+    )  # fmt: skip
+    for gap, retention in ((0.2, 1.0), (0.3, None)):
+        got = pair_audit(
+            panel, "a", "b", settings=AuditSettings(gap=gap, pair_draws=20)
+        )
+        assert got.gap == gap and got.raw_upgrade == 0.25
+        if retention is None:
+            assert np.isnan(got.upgrade_retention)
+            assert got.reasons["upgrade_retention"] == (
+                f"|raw upgrade| 0.2500 is below the minimum {gap:g}"
+            )
+        else:
+            assert got.upgrade_retention == retention

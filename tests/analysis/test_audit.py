@@ -360,3 +360,38 @@ def test_degenerate_panels_print_no_numpy_warning(case):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         audit_panel(panel, dataclasses.replace(SMALL, sensitivity=True))
+
+
+def test_input_fingerprint_follows_its_definition():
+    """docs/statistics.md: sha256 of the sorted compact JSON labels, then both
+    matrices (and token counts) as little-endian float64; integer input gives the
+    same fingerprint as its float64 values."""
+    import hashlib
+    import struct
+
+    raw = [[1, 0, 1], [0, 0, 1]]
+    comp = [[1, 1, 0], [0, 1, 1]]
+    header = (
+        '{"families":["f","g"],"items":["i0","i1","i2"],"metric":"em",'
+        '"readers":["a","b"]}'
+    )
+    digest = hashlib.sha256(header.encode())
+    for matrix in (raw, comp):
+        digest.update(b"".join(struct.pack("<d", v) for row in matrix for v in row))
+    want = "sha256:" + digest.hexdigest()
+    for dtype in (float, np.int64):
+        panel = PanelArrays(
+            panel_id="p", panel_name="p", metric="em",
+            raw=np.array(raw, dtype), comp=np.array(comp, dtype),
+            readers=("a", "b"), items=("i0", "i1", "i2"), families=("f", "g"),
+        )  # fmt: skip
+        assert panel.fingerprint() == want
+    tokens = np.array([[10.0, 20, 30], [40, 50, 60]])
+    for matrix in (tokens, tokens / 2):
+        digest.update(matrix.astype("<f8").tobytes())
+    with_tokens = PanelArrays(
+        panel_id="p", panel_name="p", metric="em", raw=np.array(raw, float),
+        comp=np.array(comp, float), readers=("a", "b"), items=("i0", "i1", "i2"),
+        families=("f", "g"), raw_tokens=tokens, comp_tokens=tokens / 2,
+    )  # fmt: skip
+    assert with_tokens.fingerprint() == "sha256:" + digest.hexdigest()

@@ -336,3 +336,17 @@ def test_selection_outcomes_fingerprint_covers_labels_and_scores():
     digest.update(np.array([[0.0, 1.0], [1.0, 0.0]], "<f8").tobytes())
     digest.update(np.array([[1.0, 0.0], [0.0, 1.0]], "<f8").tobytes())
     assert r1.fingerprint() == "sha256:" + digest.hexdigest()
+
+
+def test_a_warehouse_without_marts_says_to_build_first(tmp_path):
+    """A lake that was never built has no marts: the reader says what to run."""
+    import warehouse
+    from analysis.panel import list_panels
+
+    path = tmp_path / "w.duckdb"
+    warehouse.connect(path).close()
+    with pytest.raises(WarehouseError) as error:
+        list_panels(path)
+    assert str(error.value) == (
+        "the warehouse has no marts.dim_panels; run `ragledger build` (dbt) first"
+    )

@@ -9,6 +9,7 @@ and its readers rely on.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -22,6 +23,7 @@ from tests.analysis.simulate import binary_panel, continuous_panel
 SETTINGS = AuditSettings(
     draws=20, splits=20, null_draws=4, null_splits=4, sensitivity=True
 )
+NO_SENSITIVITY = dataclasses.replace(SETTINGS, sensitivity=False)
 VARIANTS = ("gap=0.02", "gap=0.10", "ties=exclude", "ties=raw-adverse")
 
 
@@ -31,6 +33,9 @@ def _panel(kind):
         raw, comp, readers, families = binary_panel(m=6, n=60, seed=3, families=3)
     elif kind == "continuous":
         raw, comp, readers, families = continuous_panel(m=6, n=60, seed=5)
+    elif kind == "no-damage":  # compression never turns a right answer wrong
+        raw, comp, readers, families = binary_panel(m=4, n=60, seed=8, families=2)
+        comp = np.maximum(raw, comp)
     else:  # identical readers, or two: most statistics undefined, with reasons
         m = 5 if kind == "identical" else 2
         rng = np.random.default_rng(9)
@@ -48,9 +53,12 @@ def _panel(kind):
 
 
 @pytest.fixture(
-    scope=module_scope, params=["binary", "continuous", "identical", "two-readers"]
+    scope=module_scope,
+    params=["binary", "continuous", "identical", "two-readers", "no-damage"],
 )
 def audit(request):
+    if request.param == "no-damage":  # and the default: no sensitivity replays
+        return audit_panel(_panel(request.param), NO_SENSITIVITY)
     return audit_panel(_panel(request.param), SETTINGS)
 
 
@@ -202,6 +210,8 @@ def _spec(doc):
              f"{n}.null_both_half_median"),
         ]  # fmt: skip
     variants = [*VARIANTS, *(["mcnemar-filter"] if binary else [])]
+    if not doc["settings"]["sensitivity"]:
+        variants = []
     for label in variants:
         rows += _flip_rows(f"sensitivity.{label}", f"[{label}]")
     return rows
@@ -267,3 +277,16 @@ def test_rows_with_reasons_exist_here(audit):
         named = {row.statistic for row in rows if row.reason}
         assert {"endpoint_retention", "median_excess_flips", "held_out_endpoint_retention",
                 "both_half_reversal_rate"} <= named, named  # fmt: skip
+    if not audit.settings["sensitivity"]:
+        # no-damage panel: the damage homogeneity row is null with the test's reason,
+        # and no sensitivity replay is run unless asked
+        assert audit.sensitivity == {}
+        assert not any("[" in row.statistic for row in rows)
+        damage = next(r for r in rows if r.statistic == "damage_homogeneity_pvalue")
+        assert math.isnan(damage.estimate)
+        assert damage.reason == (
+            "every tested cell falls on one side (an expected count is zero)"
+        )
+        counts = dict(damage.counts)
+        assert math.isnan(counts.pop("statistic"))
+        assert counts == {"dof": 3, "readers": 4, "yates": False}

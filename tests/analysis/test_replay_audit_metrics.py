@@ -1,4 +1,4 @@
-"""replay-audit's metric choice: which metric a file is audited on, and what it says."""
+"""replay-audit: which metric a file is audited on, what it says, its envelope and progress."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from analysis.audit import AuditSettings, metrics_in_file_order, replay_audit_file
+from analysis.version import CODE_VERSION
 from warehouse.errors import InputError
 
 FAST = AuditSettings(draws=3, splits=3, null_draws=1, null_splits=1, nulls=False)
@@ -60,3 +61,49 @@ def test_a_named_metric_is_audited_alone(tmp_path):
     assert run.document["input"] == "c.csv"
     with pytest.raises(InputError, match="Metric 'judge' is not in the input"):
         replay_audit_file(path, metric="judge", settings=FAST)
+
+
+class Recorder:
+    """A Progress that keeps every call (the CLI's bar draws the same calls)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def start(self, total, description):
+        self.calls.append(("start", total, description))
+
+    def advance(self, n=1, **counters):
+        self.calls.append(("advance", n))
+
+    def finish(self):
+        self.calls.append(("finish",))
+
+
+def test_envelope_follows_ragscale_fields_and_progress_reaches_the_split_pass(tmp_path):
+    path = _csv(tmp_path / "d.csv", ["exact_match"])
+    progress = Recorder()
+    settings = AuditSettings(draws=3, splits=5, null_draws=1, null_splits=1)
+    run = replay_audit_file(path, settings=settings, progress=progress)
+    document = run.document
+    assert list(document)[-6:] == [
+        "schema_version", "code_version", "input", "metric_default",
+        "metrics_in_input", "panel",
+    ]  # fmt: skip
+    assert document["schema_version"] == 1
+    assert document["code_version"] == CODE_VERSION
+    assert document["readers"] == [f"reader-{r}" for r in range(4)]  # ragscale's first
+    name = document["panel"]["panel"]["panel_name"]
+    assert [call for call in progress.calls if call[0] != "advance"] == [
+        ("start", None, f"bootstraps: {name}"),
+        ("finish",),
+        ("start", 5, "split replay"),
+        ("finish",),
+        ("start", None, "nulls"),
+        ("finish",),
+    ]
+    # the split pass advances by its batches, 5 splits in all, before it finishes
+    split = progress.calls.index(("start", 5, "split replay"))
+    end = progress.calls.index(("finish",), split)
+    steps = progress.calls[split + 1 : end]
+    assert steps and all(call[0] == "advance" for call in steps)
+    assert sum(call[1] for call in steps) == 5

@@ -240,3 +240,44 @@ def test_reader_results_hold_each_readers_rescue_and_damage(tmp_path, audits):
         assert row[3] == pytest.approx(expected[3], abs=1e-12), row
         assert row[4] == expected[4]
     assert all(row[2] > 0 and row[3] > 0 for row in got)
+
+
+def test_statistics_table_holds_each_rows_numbers_and_reason(tmp_path, audits):
+    """Finite numbers as they are, non-finite ones NULL; a NULL estimate keeps its reason."""
+    (audit,), pairs = audits
+    con = analysis_schema(tmp_path / "w.duckdb")
+    store.write_tables(con, [audit], pairs=pairs)
+    got = con.execute(
+        "select statistic, estimate, interval_low, interval_high, reason "
+        "from analysis.statistics where audit_id = ? order by statistic",
+        [store.audit_key("p1", "panel")],
+    ).fetchall()
+
+    def number(value):
+        return float(value) if np.isfinite(value) else None
+
+    want = []
+    for row in audit.panel_stat_rows():
+        estimate = number(row.estimate)
+        reason = None if estimate is not None else (row.reason or "undefined")
+        want.append(
+            (row.statistic, estimate, number(row.low), number(row.high), reason)
+        )
+    assert got == sorted(want)
+    assert sum(row[1] is not None for row in got) > 20  # most rows are numbers here
+    assert any(row[2] is not None for row in got)
+
+
+def test_declared_pairs_of_two_panels_are_two_audits(audits):
+    """The same two readers declared on two panels: one key per panel."""
+    (audit,), ((_, pair),) = audits
+    other = dataclasses.replace(audit, panel={**audit.panel, "panel_id": "p2"})
+    rows = store.build_rows([audit, other], pairs=[(audit, pair), (other, pair)])
+    names = (pair.current_reader, pair.candidate_reader)
+    assert [(row[0], row[1], row[4]) for row in rows.audits] == [
+        (store.audit_key("p1", "panel"), "p1", "panel"),
+        (store.audit_key("p2", "panel"), "p2", "panel"),
+        (store.audit_key("p1", "declared-pair", names), "p1", "declared-pair"),
+        (store.audit_key("p2", "declared-pair", names), "p2", "declared-pair"),
+    ]
+    assert len({row[0] for row in rows.audits}) == 4

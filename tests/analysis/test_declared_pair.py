@@ -277,6 +277,13 @@ def test_pair_retention_row_says_why_it_is_null():
     row = next(x for x in r.stat_rows() if x.statistic == "pair_upgrade_retention")
     assert math.isnan(row.estimate)
     assert row.reason == r.reasons["upgrade_retention"] and row.reason
+    assert row.reason == "|raw upgrade| 0.0000 is below the minimum 0.05"
+    # every bootstrap draw has raw upgrade 0 too: no ratio is kept, no interval
+    doc = r.to_dict()
+    assert r.retention_draws_used == 0 and doc["retention_interval"] is None
+    assert doc["retention_interval_reason"] == (
+        "no bootstrap draw kept |raw upgrade| at or above the minimum"
+    )
 
 
 def test_slices_group_missing_values_last_and_keep_floats():
@@ -343,3 +350,44 @@ def test_pair_audit_slices_use_the_settings_minimum_rows():
     assert (got[1]["raw_upgrade"], got[1]["compressed_upgrade"]) == (1.0, 0.4)
     default = pair_audit(panel, "cur", "cand", settings=AuditSettings(pair_draws=20))
     assert default.slices == []  # no group reaches the default 10 rows
+
+
+@pytest.mark.parametrize("compressed_answers", [False, True])
+def test_changed_examples_pair_answers_only_when_both_sides_are_known(
+    compressed_answers,
+):
+    """A panel with raw answers alone gives changed examples without answers."""
+    from analysis.audit import AuditSettings, pair_audit
+    from analysis.panel import PanelArrays
+
+    raw = np.array([[1, 0, 1, 0], [0, 0, 1, 1]], float)
+    comp = np.array([[0, 0, 1, 0], [0, 1, 1, 1]], float)
+    raw_answers = np.array([["x0", "x1", "x2", "x3"], ["y0", "y1", "y2", "y3"]], object)
+    comp_answers = np.array(
+        [["u0", "u1", "u2", "u3"], ["v0", "v1", "v2", "v3"]], object
+    )
+    panel = PanelArrays(
+        "p", "toy | em", "em", raw, comp, ("cur", "cand"),
+        ("i0", "i1", "i2", "i3"), ("f", "g"), raw_answers=raw_answers,
+        comp_answers=comp_answers if compressed_answers else None,
+    )  # fmt: skip
+    got = pair_audit(panel, "cur", "cand", settings=AuditSettings(pair_draws=5))
+
+    def answers(k):
+        if not compressed_answers:
+            return dict.fromkeys(
+                ("current_raw_answer", "current_compressed_answer",
+                 "candidate_raw_answer", "candidate_compressed_answer"),
+            )  # fmt: skip
+        return {
+            "current_raw_answer": f"x{k}", "current_compressed_answer": f"u{k}",
+            "candidate_raw_answer": f"y{k}", "candidate_compressed_answer": f"v{k}",
+        }  # fmt: skip
+
+    # i0: current 1 -> 0 (damaged); i1: candidate 0 -> 1 (rescued); i2, i3 unchanged
+    assert got.changed_examples == [
+        {"example_id": "i0", "question_type": None, "current_transition": "damaged",
+         "candidate_transition": "unchanged", **answers(0)},
+        {"example_id": "i1", "question_type": None, "current_transition": "unchanged",
+         "candidate_transition": "rescued", **answers(1)},
+    ]  # fmt: skip

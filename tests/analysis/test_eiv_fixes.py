@@ -158,3 +158,22 @@ def test_draws_with_two_reader_copies_are_undefined():
     assert got.undefined_draws == want["undefined_draws"]
     assert got.nonpositive_variance_draws == want["nonpositive_variance_draws"]
     assert got.non_psd_draws == want["non_psd_draws"]
+
+
+def test_a_small_real_spread_above_the_tolerance_is_kept():
+    """Readers 2**-16 apart on raw means of 0.5 (constant rows): M11 = 2**-32 / 3.
+
+    The terms M11 is formed from are the uncentred second moments, sum a_r^2 / (m - 1)
+    (about 1/3), so M11 is about 2.3e-10 of them: above the 1e-10 tolerance of
+    docs/statistics.md section 3, a variance, not rounding residue.
+    """
+    step = 2.0**-16
+    raw = np.tile(np.array([0.5, 0.5, 0.5 + step, 0.5 + step])[:, None], (1, 40))
+    comp = raw + np.array([0.1, 0.3, 0.2, 0.4])[:, None]
+    want = eiv_derived(eiv_exact(list(raw), list(comp)))
+    assert want["m11"] == pytest.approx(2.0**-32 / 3, rel=1e-12)  # rows are constant
+    got = eiv_bootstrap(raw, comp, ["a", "b", "c", "d"], draws=5, seed=1).estimate
+    assert got.m11 == pytest.approx(want["m11"], rel=1e-9)
+    for name in ("r_unbounded", "naive_r", "slope", "m12"):
+        assert getattr(got, name) == pytest.approx(want[name], rel=1e-9), name
+    assert want["r_unbounded"] == pytest.approx(0.2**0.5, rel=1e-12)  # 1/sqrt(5)

@@ -273,3 +273,24 @@ def test_a_missing_token_count_drops_token_arrays_on_both_routes(tmp_path, panel
     assert exact.raw_tokens is None and exact.comp_tokens is None
     assert_same_panel(exact, fast)
     assert read_panel_csv(path).raw_tokens is None  # the route replay-audit runs
+
+
+@pytest.mark.parametrize("metric", ["token_f1", "judge_match"])
+def test_a_clean_csv_is_read_by_the_columnar_route_alone(
+    example_dir, metric, monkeypatch
+):
+    """read_panel_csv (replay-audit's reader) needs the row-by-row route only as fallback."""
+    import analysis.ragscale_files as ragscale_files
+
+    exact_calls = []
+    exact = ragscale_files.panel_from_ragscale
+
+    def spy(*args, **kwargs):  # the real exact route, counted
+        exact_calls.append(args[1:])
+        return exact(*args, **kwargs)
+
+    monkeypatch.setattr(ragscale_files, "panel_from_ragscale", spy)
+    path = example_dir / "paired_scores.csv"
+    panel = read_panel_csv(path, metric)
+    assert exact_calls == [] and panel.metric == metric
+    assert_same_panel(exact(read_ragscale_file(path), metric), panel)

@@ -243,15 +243,21 @@ def test_columnar_route_on_the_simulated_panel(panel_csv):
     )
 
 
-def test_bad_file_still_names_its_line_through_the_fast_reader(tmp_path, panel_csv):
-    source, *_ = panel_csv
+def _first_rows_edited(tmp_path, source, row, column, value):
+    """The first 40 rows of ``source`` with one cell changed, as paired_scores.csv."""
     rows = list(csv.DictReader(source.open()))[:40]
-    rows[7]["compressed_score"] = "-0.5"
+    rows[row][column] = value
     path = tmp_path / "paired_scores.csv"
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
+    return path
+
+
+def test_bad_file_still_names_its_line_through_the_fast_reader(tmp_path, panel_csv):
+    source, *_ = panel_csv
+    path = _first_rows_edited(tmp_path, source, 7, "compressed_score", "-0.5")
     with pytest.raises(InputError, match=r":9: column 'compressed_score'"):
         read_panel_csv(path)
 
@@ -259,13 +265,7 @@ def test_bad_file_still_names_its_line_through_the_fast_reader(tmp_path, panel_c
 def test_a_missing_token_count_drops_token_arrays_on_both_routes(tmp_path, panel_csv):
     """One empty raw_tokens cell: neither route imputes it; both give no token arrays."""
     source, *_ = panel_csv
-    rows = list(csv.DictReader(source.open()))[:40]
-    rows[5]["raw_tokens"] = ""
-    path = tmp_path / "paired_scores.csv"
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    path = _first_rows_edited(tmp_path, source, 5, "raw_tokens", "")
     fast = _columnar_panel(path, None, None)
     assert fast is not None and fast.raw.shape == (20, 2)
     assert fast.raw_tokens is None and fast.comp_tokens is None

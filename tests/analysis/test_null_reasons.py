@@ -1,0 +1,65 @@
+"""Each null reason of EIV and the disjoint-row correlation at the edge that gives
+it (docs/statistics.md, sections 3 and 8). Panels are written out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analysis.disjoint_rows import DisjointSplits, disjoint_correlation
+from analysis.eiv import eiv_bootstrap, eiv_point
+
+
+@pytest.mark.parametrize(
+    ("shape", "why"),
+    [
+        ((2, 5), "needs at least three readers and two rows"),
+        ((3, 1), "needs at least two rows"),
+        ((4, 1), "needs at least two rows"),
+    ],
+)
+def test_eiv_on_a_panel_too_small_says_which_part_is_missing(shape, why):
+    raw = np.zeros(shape)
+    raw[0, 0] = 1.0
+    point = eiv_point(raw, raw.copy())
+    assert np.isnan(point.r_clipped) and point.reasons["r_clipped"] == why
+    boot = eiv_bootstrap(raw, raw.copy(), ["f"] * shape[0], draws=7, seed=1)
+    assert (boot.draws, boot.undefined_draws, boot.finite_draws) == (7, 7, 0)
+    assert dict(boot.reasons) == {"interval": why, "psd_interval": why}
+    assert not boot.interval.defined and not boot.psd_interval.defined
+
+
+def test_eiv_when_compression_changes_nothing():
+    """comp == raw: every gain is 0, so M22 = M*22 = M*12 = 0 while M*11 > 0. The
+    truncated matrix [[c11, 0], [0, 0]] keeps a positive eigenvalue but a zero
+    variance (r_psd 0/0), and the naive r has no varying gains."""
+    raw = np.array(
+        [
+            [1, 1, 1, 0, 1, 1],
+            [1, 0, 1, 0, 0, 1],
+            [0, 0, 1, 0, 0, 0],
+            [1, 1, 1, 1, 1, 0],
+        ],
+        float,
+    )
+    point = eiv_point(raw, raw.copy())
+    assert point.m11 > 0 and point.m22 == 0 and point.m12 == 0
+    assert np.isnan(point.r_psd) and np.isnan(point.naive_r)
+    assert point.reasons["r_psd"] == (
+        "the truncated matrix has a zero variance, so its correlation is 0/0"
+    )
+    assert point.reasons["naive_r"] == "raw means or gains do not vary across readers"
+
+
+@pytest.mark.parametrize(
+    ("m", "why"),
+    [
+        (2, "needs three readers"),
+        (3, "needs three readers with varying raw means and gains"),
+    ],
+)
+def test_disjoint_row_correlation_without_a_usable_split(m, why):
+    got = disjoint_correlation(DisjointSplits(np.full(4, np.nan)), m)
+    assert np.isnan(got.median) and not got.interval.defined
+    assert (got.splits_used, got.splits_omitted) == (0, 4)
+    assert set(got.reasons.values()) == {why}

@@ -63,3 +63,33 @@ def test_disjoint_row_correlation_without_a_usable_split(m, why):
     assert np.isnan(got.median) and not got.interval.defined
     assert (got.splits_used, got.splits_omitted) == (0, 4)
     assert set(got.reasons.values()) == {why}
+
+
+def test_crossfit_resolution_without_a_usable_split_says_why():
+    from analysis.resolution_crossfit import CrossFitSplits, crossfit_resolution
+
+    zeros = np.zeros(3, dtype=np.int64)
+    none = crossfit_resolution(
+        CrossFitSplits(np.full(3, np.nan), zeros, zeros, zeros, zeros)
+    )
+    why = "no split has an S-eligible pair with positive T retention and raw variance"
+    assert dict(none.reasons) == {"median": why, "interval": why}
+    assert (none.splits_used, none.splits_omitted) == (0, 3)
+    some = crossfit_resolution(
+        CrossFitSplits(np.array([np.nan, 1.5, 2.5]), zeros, zeros, zeros, zeros)
+    )
+    assert dict(some.reasons) == {} and some.median == 2.0
+
+
+def test_token_cost_without_a_usable_pair_gives_the_n_ratio_reason():
+    """Tokens are present, but identical readers have no raw-separated pair: the
+    token cost is null for the n-ratio's reason."""
+    from analysis.resolution import resolution_cost
+
+    raw = np.tile(np.array([1.0, 0, 1, 1, 0, 0]), (3, 1))
+    tokens = np.full(raw.shape, 100.0)
+    got = resolution_cost(raw, raw.copy(), raw_tokens=tokens, comp_tokens=tokens / 4)
+    why = "no pair has a raw upgrade at or above the minimum with positive retention"
+    assert got.reasons["median_n_ratio"] == why
+    assert got.reasons["median_token_cost_ratio"] == why
+    assert "median_token_ratio" not in got.reasons

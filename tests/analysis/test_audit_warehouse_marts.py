@@ -208,6 +208,8 @@ def test_declared_pair_rows_are_written_beside_the_panel_rows(tmp_path):
         ("pB", "declared-pair", "org/beta -> org/eps", snapshot, pair_rows),
         ("pB", "panel", None, snapshot, panel_rows),
     ]
+    # summary.json carries the pair under ragscale's "metrics"
+    assert run.document["metrics"] == [pair.to_dict()]
 
 
 def test_at_reads_and_records_an_earlier_snapshot(tmp_path):

@@ -395,3 +395,22 @@ def test_input_fingerprint_follows_its_definition():
         families=("f", "g"), raw_tokens=tokens, comp_tokens=tokens / 2,
     )  # fmt: skip
     assert with_tokens.fingerprint() == "sha256:" + digest.hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("info", "warning"),
+    [
+        (
+            {"verdict": "violated", "verdict_detail": "2 items got other artifacts"},
+            "Artifact identity verdict is 'violated': 2 items got other artifacts",
+        ),
+        ({"verdict": "unverified"}, "Artifact identity verdict is 'unverified':"),
+        ({"verdict": "verified", "verdict_detail": "x"}, None),
+    ],
+)
+def test_a_panel_not_verified_warns_with_its_verdict(info, warning):
+    raw, comp, readers, families = binary_panel(m=4, n=30, seed=4, families=4)
+    panel = dataclasses.replace(make_panel(raw, comp, readers, families), info=info)
+    settings = AuditSettings(draws=5, splits=5, null_draws=2, null_splits=2)
+    found = [w for w in audit_panel(panel, settings).warnings if "verdict" in w]
+    assert found == ([warning] if warning else [])

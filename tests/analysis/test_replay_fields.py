@@ -76,3 +76,15 @@ def test_scores_that_are_not_binary_have_no_rescue_or_damage_share():
     # endpoint: weak b (0.25), strong c (1.0); compressed span 0.5 - 0.25 over 0.75
     assert replay["endpoint_readers"] == ["b", "c"]
     assert replay["endpoint_retention"] == (0.5 - 0.25) / (1.0 - 0.25)
+
+
+def test_the_raw_policy_named_by_the_input_is_reported():
+    """ragscale's raw_policy_id comes from the file (the panel's info), with no reason."""
+    raw = np.array([[0.0, 1, 1, 0], [1, 1, 1, 0], [0, 0, 1, 0]])
+    panel = PanelArrays(
+        "p", "toy", "em", raw, raw.copy(), tuple("abc"), ("i0", "i1", "i2", "i3"),
+        ("f0", "f1", "f0"), info={"raw_policy_id": "hotpotqa-distractor-10"},
+    )  # fmt: skip
+    replay = audit_panel(panel, FAST).replay
+    assert replay["raw_policy_id"] == "hotpotqa-distractor-10"
+    assert "raw_policy_id_reason" not in replay

@@ -1,0 +1,70 @@
+"""The rows analysis/store.py builds before any SQL runs: a key twice in one call
+is refused, naming the table and the key (a PRIMARY KEY's job, which DuckLake
+tables do not enforce), and a declared pair's rows record its own seed and draws."""
+
+from __future__ import annotations
+
+import pytest
+
+import analysis.store as store
+from warehouse.errors import WarehouseError
+
+
+@pytest.mark.parametrize(
+    ("audits", "statistics", "readers", "message"),
+    [
+        ([("a1",), ("a1",)], [], [], "analysis.audits: key ['a1']"),
+        (
+            [("a1",), ("a2",)],
+            [("a1", 0, 0, "eiv"), ("a2", 0, 0, "eiv"), ("a1", 1, 1, "eiv")],
+            [],
+            "analysis.statistics: key ['a1', 'eiv']",
+        ),
+        (
+            [("a1",)],
+            [("a1", 0, 0, "eiv")],
+            [("a1", 0, "r1"), ("a1", 0, "r2"), ("a1", 1, "r1")],
+            "analysis.reader_results: key ['a1', 'r1']",
+        ),
+    ],
+)
+def test_a_key_written_twice_in_one_call_is_refused(
+    audits, statistics, readers, message
+):
+    rows = store._Rows(audits=audits, statistics=statistics, readers=readers)
+    with pytest.raises(WarehouseError) as error:
+        store._check_keys(rows)
+    assert str(error.value) == f"{message} would be written twice in one audit"
+
+
+def test_distinct_keys_pass():
+    rows = store._Rows(
+        audits=[("a1",), ("a2",)],
+        statistics=[("a1", 0, 0, "eiv"), ("a1", 0, 0, "nulls"), ("a2", 0, 0, "eiv")],
+        readers=[("a1", 0, "r1"), ("a2", 0, "r1")],
+    )
+    store._check_keys(rows)
+
+
+def test_declared_pair_rows_carry_the_pairs_bootstrap_seed_and_draws():
+    """analysis.statistics rows of a declared pair record the seed and draws its
+    bootstrap used (a per-metric seed, not the panel's)."""
+    from analysis.audit import AuditSettings, audit_panel, pair_audit
+    from analysis.panel import PanelArrays
+    from tests.analysis.simulate import binary_panel
+
+    raw, comp, readers, families = binary_panel(m=4, n=40, seed=3, families=2)
+    panel = PanelArrays(
+        "p1", "toy | em", "em", raw, comp, tuple(readers),
+        tuple(f"i{k:02d}" for k in range(40)), tuple(families),
+    )  # fmt: skip
+    settings = AuditSettings(
+        draws=5, splits=5, null_draws=2, null_splits=2, pair_draws=30
+    )
+    audit = audit_panel(panel, settings)
+    pair = pair_audit(panel, readers[0], readers[2], settings=settings, seed=4321)
+    rows = store.build_rows([], pairs=[(audit, pair)])
+    seed_at = store.STATISTIC_COLUMNS.index("seed")
+    draws_at = store.STATISTIC_COLUMNS.index("draws")
+    assert rows.statistics
+    assert {(row[seed_at], row[draws_at]) for row in rows.statistics} == {(4321, 30)}

@@ -1,9 +1,13 @@
 """The rows analysis/store.py builds before any SQL runs: a key twice in one call
 is refused, naming the table and the key (a PRIMARY KEY's job, which DuckLake
-tables do not enforce), and a declared pair's rows record its own seed and draws."""
+tables do not enforce); a declared pair's rows record its own seed and draws, a
+selection's audit row its input fingerprint and settings."""
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 
 import analysis.store as store
@@ -68,3 +72,25 @@ def test_declared_pair_rows_carry_the_pairs_bootstrap_seed_and_draws():
     draws_at = store.STATISTIC_COLUMNS.index("draws")
     assert rows.statistics
     assert {(row[seed_at], row[draws_at]) for row in rows.statistics} == {(4321, 30)}
+
+
+def test_a_selection_audit_row_records_its_input_fingerprint_and_settings():
+    from analysis.selection import selection_accuracy
+
+    bm25 = np.array([[1, 1, 0], [0, 0, 0], [1, 1, 1]], float)
+    dense = np.array([[1, 1, 1], [1, 0, 0], [0, 0, 1]], float)
+    result = selection_accuracy(
+        {"bm25@512": bm25, "dense@512": dense}, baseline="bm25@512", draws=5, seed=9
+    )
+    rows = store.build_rows([], selections=[("sel:ds:em:r", "sha256:abc", result)])
+    (audit,) = rows.audits
+    key, panel_id, name, metric, mode, pair, fingerprint = audit[:7]
+    assert (panel_id, name, metric, mode, pair) == (
+        "sel:ds:em:r", "sel:ds:em:r", "", "selection", "bm25@512",
+    )  # fmt: skip
+    assert fingerprint == "sha256:abc" and key == store.audit_key(
+        "sel:ds:em:r", "selection"
+    )
+    assert audit[8] == 9 and json.loads(audit[9]) == {
+        "draws": 5, "resampling": result.resampling, "seed": 9,
+    }  # fmt: skip

@@ -41,13 +41,36 @@ def test_a_key_written_twice_in_one_call_is_refused(
     assert str(error.value) == f"{message} would be written twice in one audit"
 
 
-def test_distinct_keys_pass():
-    rows = store._Rows(
-        audits=[("a1",), ("a2",)],
-        statistics=[("a1", 0, 0, "eiv"), ("a1", 0, 0, "nulls"), ("a2", 0, 0, "eiv")],
-        readers=[("a1", 0, "r1"), ("a2", 0, "r1")],
-    )
-    store._check_keys(rows)
+def test_two_panels_share_statistic_names_but_not_keys():
+    """Keys are (audit, statistic) and (audit, reader): two panels' audits with the
+    same statistic names and readers are written together, every row kept."""
+    from analysis.audit import AuditSettings, audit_panel
+    from analysis.panel import PanelArrays
+    from tests.analysis.simulate import binary_panel
+
+    raw, comp, readers, families = binary_panel(m=4, n=30, seed=5, families=2)
+    settings = AuditSettings(draws=5, splits=5, null_draws=2, null_splits=2)
+    audits = [
+        audit_panel(
+            PanelArrays(
+                panel_id,
+                panel_id,
+                "em",
+                raw,
+                comp,
+                tuple(readers),
+                tuple(f"i{k}" for k in range(30)),
+                tuple(families),
+            ),
+            settings,
+        )  # fmt: skip
+        for panel_id in ("p1", "p2")
+    ]
+    rows = store.build_rows(audits)
+    per_audit = len(audits[0].panel_stat_rows())
+    assert per_audit > 0 and len(rows.statistics) == 2 * per_audit
+    assert len(rows.readers) == 2 * 4
+    assert {row[1] for row in rows.statistics} == {"p1", "p2"}
 
 
 def test_declared_pair_rows_carry_the_pairs_bootstrap_seed_and_draws():

@@ -22,7 +22,9 @@ def test_connect_applies_every_migration_once(tmp_path):
     again.close()
 
 
-def test_edited_migration_is_refused(tmp_path, monkeypatch):
+@pytest.fixture
+def one_migration(tmp_path, monkeypatch):
+    """A migrations folder with 0001_a.sql, applied to a fresh in-memory warehouse."""
     folder = tmp_path / "migrations"
     folder.mkdir()
     (folder / "0001_a.sql").write_text(
@@ -31,22 +33,18 @@ def test_edited_migration_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(schema, "MIGRATIONS_DIR", folder)
     con = warehouse.connect(":memory:", migrate=False)
     assert schema.migrate(con) == ["0001_a.sql"]
+    return folder, con
+
+
+def test_edited_migration_is_refused(one_migration):
+    folder, con = one_migration
     (folder / "0001_a.sql").write_text("create table raw.t (x int, y int);")
     with pytest.raises(WarehouseError, match="changed after it was applied"):
         schema.migrate(con)
 
 
-def test_a_new_migration_applies_alone_and_an_edited_one_blocks_it(
-    tmp_path, monkeypatch
-):
-    folder = tmp_path / "migrations"
-    folder.mkdir()
-    (folder / "0001_a.sql").write_text(
-        "create schema if not exists raw; create table raw.t (x int);"
-    )
-    monkeypatch.setattr(schema, "MIGRATIONS_DIR", folder)
-    con = warehouse.connect(":memory:", migrate=False)
-    assert schema.migrate(con) == ["0001_a.sql"]
+def test_a_new_migration_applies_alone_and_an_edited_one_blocks_it(one_migration):
+    folder, con = one_migration
     (folder / "0002_b.sql").write_text("create table raw.u (x int);")
     assert schema.migrate(con) == ["0002_b.sql"]  # 0001 is not applied again
     (folder / "0001_a.sql").write_text("create table raw.t (x int, y int);")

@@ -84,9 +84,10 @@ def pair_flips(
     if mcnemar_filter:
         p = batch.panel
         lo, hi = p.pairs
-        co_s = batch.co_raw_s
-        b_s = batch.raw.sum_s[:, lo] - co_s  # i right, j wrong
-        c_s = batch.raw.sum_s[:, hi] - co_s
+        total = batch.discordant_raw_s  # b + c on S
+        diff = batch.raw.sum_s[:, hi] - batch.raw.sum_s[:, lo]  # c - b
+        b_s = (total - diff) / 2  # i right, j wrong (exact: integers)
+        c_s = (total + diff) / 2
         eligible &= significant(b_s, c_s, critical_counts(max(p.n, 1)))
     # orientation +1 / -1 on eligible pairs, 0 elsewhere: o * d < 0 is a strict
     # reversal of an eligible pair (multiplying by +-1 or 0 is exact)

@@ -3,8 +3,8 @@
 Notes
 -----
 On each split's scoring half T, for pair ``(i, j)``: ``b`` = rows with i right
-and j wrong, ``c`` = rows with i wrong and j right (from T sums and T
-co-products: ``b + c = sum_i + sum_j - 2 co_ij``, ``c - b = sum_j - sum_i``;
+and j wrong, ``c`` = rows with i wrong and j right (``b + c`` is the T count
+of rows where the two readers differ, ``c - b = sum_j - sum_i`` on T;
 :func:`analysis.mcnemar.significance_thresholds` turns "exact p < .05" into
 ``|c - b| >= threshold[b + c]``). A pair is raw-significant when the exact
 two-sided McNemar p < .05 on the raw scores (:mod:`analysis.mcnemar`); its
@@ -49,7 +49,7 @@ class McNemarSplits(NamedTuple):
 def mcnemar_splits(batch: SplitBatch) -> McNemarSplits:
     """Section 5 on every split of ``batch`` (needs ``products=True``)."""
     thresholds = significance_thresholds(max(batch.panel.n, 1))
-    diff_raw, _, diff_comp, _ = batch.pair_sums_t  # c - b per pair
+    diff_raw, diff_comp = batch.sum_d_raw_t, batch.sum_d_comp_t  # c - b per pair
     discordant_raw, discordant_comp = batch.discordant_t  # b + c per pair
     sig_raw = np.abs(diff_raw) >= thresholds[discordant_raw.astype(np.int64)]
     sig_both = sig_raw & (

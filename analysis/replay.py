@@ -69,6 +69,7 @@ from analysis.splits import (
     DEFAULT_SPLITS,
     SplitDistribution,
     SplitPanel,
+    batch_size,
     pair_lookup,
     permutation_batches,
     stack,
@@ -177,7 +178,8 @@ def split_audit(
     # Many small products: a multithreaded BLAS spends more time waking threads
     # than multiplying (40x slower on a busy 2-core machine), so use one thread.
     with single_blas():
-        for perms in permutation_batches(generator(seed), n, splits, batch):
+        size = batch_size(m, n, batch)
+        for perms in permutation_batches(generator(seed), n, splits, size):
             b = panel.batch(perms)
             flips = pair_flips(
                 b, gap=gap, tie_rule=tie_rule, mcnemar_filter=mcnemar_filter

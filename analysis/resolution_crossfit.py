@@ -50,7 +50,7 @@ class CrossFitSplits(NamedTuple):
 def crossfit_splits(batch: SplitBatch, eligible: np.ndarray) -> CrossFitSplits:
     """Per split median n-ratio of the S-eligible pairs ``eligible`` (b, P), on T."""
     size_t = batch.raw.size_t
-    sum_raw_d, _, sum_comp_d, _ = batch.pair_sums_t
+    sum_raw_d, sum_comp_d = batch.sum_d_raw_t, batch.sum_d_comp_t
     ssq_raw, ssq_comp = batch.discordant_t  # sum_T D^2 per pair
     var_raw = (ssq_raw - sum_raw_d**2 / size_t) / (size_t - 1)
     var_comp = (ssq_comp - sum_comp_d**2 / size_t) / (size_t - 1)

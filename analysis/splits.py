@@ -24,8 +24,9 @@ differences, which can round to the other side of ``gap``; e.g.
 See :func:`separated`.
 
 Exactness: half means are ``sum / size``. For 0/1 scores the sums are exact
-integers (any summation order; float32 products are exact below 2**24), so the
-means, differences and comparisons are bit-identical to
+integers (any summation order; float32 sums of integers are exact below 2**24,
+and :class:`PackedCounts` keeps every packed sum below that), so the means,
+differences and comparisons are bit-identical to
 ``x[:, perm[:h]].mean(axis=1)`` in a plain loop and to ragscale. For continuous
 scores the means are gathered in permutation order and reduced with
 ``mean(axis=-1)``, which is numpy's own summation for that loop. Pair
@@ -37,7 +38,6 @@ BLAS summation order.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple, TypeVar
@@ -53,7 +53,11 @@ from analysis.results import (
 )
 
 DEFAULT_SPLITS = 5000
-DEFAULT_BATCH = 250
+DEFAULT_BATCH = 1000
+
+#: Working memory one batch may take, roughly: gathered scores (``m x n``
+#: float64 per split, continuous panels) and about 16 ``(split, pair)`` arrays.
+BATCH_BYTES = 2**27
 
 #: Spread below which a vector of reader means counts as constant (scores lie
 #: in [0, 1]; a real difference between two half means is at least
@@ -68,31 +72,31 @@ def separated(difference: np.ndarray, gap: float) -> np.ndarray:
 
 
 def permutations(rng: np.random.Generator, n: int, count: int) -> np.ndarray:
-    """``count`` successive ``rng.permutation(n)`` calls, stacked (the split sequence)."""
-    if count == 0:
-        return np.empty((0, n), dtype=np.int64)
-    return np.stack([rng.permutation(n) for _ in range(count)])
+    """``count`` successive ``rng.permutation(n)`` calls, stacked (the split sequence).
+
+    One ``Generator.permuted`` call: it shuffles each row in turn with the
+    same Fisher-Yates draws as ``permutation``, so rows and generator state
+    equal the loop's, without a Python call per split.
+    """
+    return rng.permuted(np.broadcast_to(np.arange(n), (count, n)), axis=1)
 
 
 def permutation_batches(
     rng: np.random.Generator, n: int, splits: int, batch: int
 ) -> Iterator[np.ndarray]:
-    """The split sequence in batches, the next batch drawn on a second thread.
+    """The split sequence in batches of ``batch`` (the last one shorter)."""
+    for start in range(0, splits, batch):
+        yield permutations(rng, n, min(batch, splits - start))
 
-    ``Generator.shuffle`` releases the GIL, so drawing batch k + 1 overlaps the
-    arithmetic on batch k (two cores). One thread owns the generator and draws
-    in order, so the sequence is exactly ``permutations(rng, n, splits)``.
+
+def batch_size(m: int, n: int, requested: int) -> int:
+    """``requested`` splits a batch, fewer when a batch would exceed :data:`BATCH_BYTES`.
+
+    Results do not depend on the batch size; larger batches spread the fixed
+    cost of each kernel call over more splits.
     """
-    sizes = [min(batch, splits - start) for start in range(0, splits, batch)]
-    if not sizes:
-        return
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(permutations, rng, n, sizes[0])
-        for size in sizes[1:]:
-            ready = pending.result()
-            pending = pool.submit(permutations, rng, n, size)
-            yield ready
-        yield pending.result()
+    per_split = 8 * (m * n + 16 * (m * (m - 1) // 2))
+    return max(1, min(requested, BATCH_BYTES // max(per_split, 1)))
 
 
 def pair_indices(m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -125,6 +129,58 @@ def selection_mask(perms: np.ndarray, dtype: type = np.float64) -> np.ndarray:
     return mask.reshape(b, n)
 
 
+#: float32 represents every integer in [0, 2**24] exactly.
+FLOAT32_EXACT_BITS = 24
+
+
+class PackedCounts:
+    """0/1 columns packed several to a float32, so that one product with a
+    selection mask gives every column's count over the selected rows.
+
+    A count over at most ``limit`` rows is an integer in ``[0, limit]`` and
+    needs ``bits = limit.bit_length()`` bits; ``per_pack = 24 // bits`` columns
+    share one float32 column, column ``q`` of a pack scaled by ``2**(bits q)``.
+    Every partial sum of the product is then a non-negative integer at most
+    ``sum_q limit 2**(bits q) <= 2**(bits per_pack) - 1 < 2**24``, so the
+    product is exact in float32 whatever the BLAS summation order, and the
+    counts are its bit fields. (20 readers x 500 rows: 420 columns become 140,
+    a third of the multiplications.) Selections of more than ``2**24`` rows
+    use one float64 column each (exact below ``2**53``).
+    """
+
+    def __init__(self, columns: np.ndarray, limit: int) -> None:
+        count, n = columns.shape
+        self.count = count
+        self.bits = max(1, int(limit).bit_length())
+        if self.bits <= FLOAT32_EXACT_BITS:
+            self.dtype: type = np.float32
+            self.per_pack = FLOAT32_EXACT_BITS // self.bits
+        else:
+            self.dtype, self.per_pack = np.float64, 1
+        self.width = -(-count // self.per_pack)
+        padded = np.zeros((self.per_pack * self.width, n))
+        padded[:count] = columns
+        scales = 2.0 ** (self.bits * np.arange(self.per_pack))
+        blocks = padded.reshape(self.per_pack, self.width, n)
+        # integers below 2**24 (2**53 unpacked): exact in float64, then in dtype
+        self.matrix = np.tensordot(scales, blocks, axes=1).T.astype(self.dtype)
+
+    def counts(self, mask: np.ndarray) -> np.ndarray:
+        """``(b, count)`` float64 counts of each column over each mask row's
+        selected rows (``mask`` 0/1 of this dtype, at most ``limit`` ones a row)."""
+        packed = mask @ self.matrix  # (b, width)
+        if self.per_pack == 1:
+            return packed[:, : self.count].astype(np.float64)
+        fields = packed.astype(np.int32)
+        out = np.empty((mask.shape[0], self.per_pack, self.width))
+        low = (1 << self.bits) - 1
+        for q in range(self.per_pack):
+            np.bitwise_and(
+                fields >> (self.bits * q), low, out=out[:, q], casting="unsafe"
+            )
+        return out.reshape(mask.shape[0], -1)[:, : self.count]
+
+
 def is_binary(*arrays: np.ndarray) -> bool:
     """Every score is exactly 0 or 1."""
     return all(bool(np.isin(a, (0.0, 1.0)).all()) for a in arrays)
@@ -141,15 +197,35 @@ class Halves:
     size_t: int
 
 
+#: Rows of every BLAS call that sums continuous scores over a mask: a float
+#: product's rounding can depend on its shape, so each call has this many rows
+#: (the last zero-padded) and a split's sums do not depend on its batch.
+PRODUCT_ROWS = 64
+
+
+def masked_sums(mask: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``mask @ rows.T`` ((b, n) by (c, n)), in calls of :data:`PRODUCT_ROWS` rows."""
+    b, n = mask.shape  # b >= 1: batches are never empty
+    padded = np.zeros((b + (-b % PRODUCT_ROWS), n), dtype=mask.dtype)
+    padded[:b] = mask
+    columns = rows.T
+    return np.vstack(
+        [
+            padded[start : start + PRODUCT_ROWS] @ columns
+            for start in range(0, padded.shape[0], PRODUCT_ROWS)
+        ]
+    )[:b]
+
+
 def halves(x: np.ndarray, perms: np.ndarray, mask: np.ndarray) -> Halves:
     """Half means and sums of continuous ``x`` (m, n) for each permutation (b, n).
 
     ``mask`` is :func:`selection_mask` of ``perms``. 0/1 panels take
-    :func:`_binary_halves` from one stacked product instead.
+    :func:`_binary_halves` from one packed product instead.
     """
     n = perms.shape[1]
     h = n // 2
-    sum_s = mask @ x.T
+    sum_s = masked_sums(mask, x)
     sum_t = x.sum(axis=1)[None, :] - sum_s
     with np.errstate(invalid="ignore"):
         mean_s = x[:, perms[:, :h]].mean(axis=-1).T
@@ -189,11 +265,14 @@ def rates(count: np.ndarray, total: np.ndarray) -> np.ndarray:
 
 
 class SplitPanel:
-    """The panel-level inputs of a split pass: arrays, pairs and co-product rows.
+    """The panel-level inputs of a split pass: arrays, pairs and per-pair rows.
 
-    ``products`` adds the per-pair co-products ``x_i * x_j`` (and squares for
-    continuous scores) whose half sums McNemar counts and cross-fit variances
-    need.
+    ``products`` adds what McNemar counts and cross-fit variances need: each
+    pair's ``sum (x_j - x_i)^2`` on a half. For 0/1 scores that is the count of
+    discordant rows, the half count of the 0/1 column ``x_i != x_j``, packed
+    with the readers' columns into one product (:class:`PackedCounts`); for
+    continuous scores it is ``sum x_i^2 + sum x_j^2 - 2 sum x_i x_j`` from the
+    squares and co-products.
     """
 
     def __init__(self, raw: np.ndarray, comp: np.ndarray, *, products: bool) -> None:
@@ -201,24 +280,29 @@ class SplitPanel:
         self.m, self.n = raw.shape
         self.h = self.n // 2
         self.binary = is_binary(raw, comp)
-        self.work = np.float32 if self.binary else np.float64
         self.pairs = pair_indices(self.m)
         self.n_pairs = self.pairs[0].size
         self.to_pairs = difference_matrix(self.m)
-        self.to_pair_sums = np.hstack([self.to_pairs, np.abs(self.to_pairs)])
         self.products = products
         self.raw_total, self.comp_total = raw.sum(axis=1), comp.sum(axis=1)
         lo, hi = self.pairs
-        columns = [raw, comp]
-        if products:
-            self.co_raw_rows = (raw[lo] * raw[hi]).astype(self.work)  # (P, n)
-            self.co_comp_rows = (comp[lo] * comp[hi]).astype(self.work)
-            self.co_raw_total = self.co_raw_rows.sum(axis=1, dtype=np.float64)
-            self.co_comp_total = self.co_comp_rows.sum(axis=1, dtype=np.float64)
-            self.sq_raw, self.sq_comp = raw * raw, comp * comp
-            columns += [self.co_raw_rows, self.co_comp_rows]
-        # 0/1 scores: one float32 product gives every half sum exactly
-        self.stacked = np.vstack(columns).astype(np.float32).T if self.binary else None
+        if self.binary:
+            columns = [raw, comp]
+            if products:  # discordant rows of each pair, raw then compressed
+                discordant = np.vstack([raw[lo] != raw[hi], comp[lo] != comp[hi]])
+                self.discordant_total = discordant.sum(axis=1, dtype=np.float64)
+                columns.append(discordant)
+            # one packed product gives every S count exactly
+            self.counts: PackedCounts | None = PackedCounts(np.vstack(columns), self.h)
+            self.work: type = self.counts.dtype
+        else:
+            self.counts, self.work = None, np.float64
+            if products:
+                self.co_raw_rows = raw[lo] * raw[hi]  # (P, n)
+                self.co_comp_rows = comp[lo] * comp[hi]
+                self.co_raw_total = self.co_raw_rows.sum(axis=1)
+                self.co_comp_total = self.co_comp_rows.sum(axis=1)
+                self.sq_raw, self.sq_comp = raw * raw, comp * comp
 
     def batch(self, perms: np.ndarray) -> SplitBatch:
         return SplitBatch(self, perms)
@@ -230,72 +314,54 @@ class SplitBatch:
     def __init__(self, panel: SplitPanel, perms: np.ndarray) -> None:
         self.panel = panel
         self.perms = perms
-        self.size = perms.shape[0]
+        self.size = b = perms.shape[0]
         self.mask = selection_mask(perms, panel.work)
         p = panel
-        if p.binary:
-            sums = (self.mask @ p.stacked).astype(np.float64)  # (b, 2m [+ 2P])
-            self.raw = _binary_halves(sums[:, : p.m], p.raw_total, p.n)
-            self.comp = _binary_halves(sums[:, p.m : 2 * p.m], p.comp_total, p.n)
-            self._co_s = sums[:, 2 * p.m :] if p.products else None
+        if p.counts is not None:
+            counts = p.counts.counts(self.mask)  # (b, 2m [+ 2P])
+            self.raw = _binary_halves(counts[:, : p.m], p.raw_total, p.n)
+            self.comp = _binary_halves(counts[:, p.m : 2 * p.m], p.comp_total, p.n)
+            self._discordant_s = counts[:, 2 * p.m :] if p.products else None
         else:
             self.raw = halves(p.raw, perms, self.mask)
             self.comp = halves(p.comp, perms, self.mask)
-            self._co_s = None
-        b = self.size
-        means = np.vstack(
-            [self.raw.mean_s, self.raw.mean_t, self.comp.mean_s, self.comp.mean_t]
+        halves_by_row = np.vstack(
+            [
+                self.raw.mean_s,
+                self.raw.mean_t,
+                self.comp.mean_s,
+                self.comp.mean_t,
+                self.raw.sum_t,
+                self.comp.sum_t,
+            ]
         )
-        diffs = means @ p.to_pairs  # exact: two nonzero terms per output
+        diffs = halves_by_row @ p.to_pairs  # exact: two nonzero terms per output
         self.d_raw_s, self.d_raw_t = diffs[:b], diffs[b : 2 * b]
-        self.d_comp_s, self.d_comp_t = diffs[2 * b : 3 * b], diffs[3 * b :]
-
-    # co-products of each pair on each half (0/1 scores: counts of rows both right)
-    @cached_property
-    def co_raw_s(self) -> np.ndarray:
-        p = self.panel
-        if p.binary:
-            return self._co_s[:, : p.n_pairs]
-        return self.mask @ p.co_raw_rows.T
+        self.d_comp_s, self.d_comp_t = diffs[2 * b : 3 * b], diffs[3 * b : 4 * b]
+        #: T sums of ``D = x_j - x_i`` per pair (for 0/1 scores ``c - b``)
+        self.sum_d_raw_t, self.sum_d_comp_t = diffs[4 * b : 5 * b], diffs[5 * b :]
 
     @cached_property
-    def co_raw_t(self) -> np.ndarray:
-        return self.panel.co_raw_total - self.co_raw_s
-
-    @cached_property
-    def co_comp_t(self) -> np.ndarray:
-        p = self.panel
-        if p.binary:
-            return p.co_comp_total - self._co_s[:, p.n_pairs :]
-        return p.co_comp_total - self.mask @ p.co_comp_rows.T
-
-    @cached_property
-    def pair_sums_t(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """T sums per pair: ``sum_j - sum_i`` and ``sum_i + sum_j``, raw then compressed.
-
-        One product with ``[D | |D|]`` (two nonzero terms per output, so each is
-        the correctly rounded difference or sum).
-        """
-        p, b = self.panel, self.size
-        out = np.vstack([self.raw.sum_t, self.comp.sum_t]) @ p.to_pair_sums
-        k = p.n_pairs
-        return out[:b, :k], out[:b, k:], out[b:, :k], out[b:, k:]
+    def discordant_raw_s(self) -> np.ndarray:
+        """0/1 scores: per pair the S rows where the two readers differ (``b + c``)."""
+        return self._discordant_s[:, : self.panel.n_pairs]
 
     @cached_property
     def discordant_t(self) -> tuple[np.ndarray, np.ndarray]:
         """Per pair ``sum_T (x_j - x_i)^2``, raw and compressed (0/1: discordant rows)."""
         p, b = self.panel, self.size
-        if p.binary:  # x * x == x
-            _, plus_raw, _, plus_comp = self.pair_sums_t
-        else:
-            squares = np.vstack(
-                [
-                    p.sq_raw.sum(axis=1)[None, :] - self.mask @ p.sq_raw.T,
-                    p.sq_comp.sum(axis=1)[None, :] - self.mask @ p.sq_comp.T,
-                ]
-            ) @ np.abs(p.to_pairs)
-            plus_raw, plus_comp = squares[:b], squares[b:]
-        return plus_raw - 2 * self.co_raw_t, plus_comp - 2 * self.co_comp_t
+        if p.counts is not None:
+            out = p.discordant_total - self._discordant_s
+            return out[:, : p.n_pairs], out[:, p.n_pairs :]
+        squares = np.vstack(
+            [
+                p.sq_raw.sum(axis=1)[None, :] - masked_sums(self.mask, p.sq_raw),
+                p.sq_comp.sum(axis=1)[None, :] - masked_sums(self.mask, p.sq_comp),
+            ]
+        ) @ np.abs(p.to_pairs)  # sum_i + sum_j of squares: two nonzero terms
+        co_raw_t = p.co_raw_total - masked_sums(self.mask, p.co_raw_rows)
+        co_comp_t = p.co_comp_total - masked_sums(self.mask, p.co_comp_rows)
+        return squares[:b] - 2 * co_raw_t, squares[b:] - 2 * co_comp_t
 
 
 Record = TypeVar("Record", bound=NamedTuple)

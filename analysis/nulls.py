@@ -44,6 +44,7 @@ from analysis.results import (
     percentile_interval,
 )
 from analysis.splits import (
+    PackedCounts,
     difference_matrix,
     is_binary,
     permutations,
@@ -262,7 +263,10 @@ def _pair_differences(
     """
     splits, n = mask.shape
     m = to_pairs.shape[0]
-    sum_s = mask @ flat.T.astype(mask.dtype)  # (S, k m)
+    if mask.dtype == np.float32:  # 0/1 scores: exact packed counts
+        sum_s = PackedCounts(flat, n // 2).counts(mask, np.float32)  # (S, k m)
+    else:
+        sum_s = mask @ flat.T
     sum_t = flat.sum(axis=1, dtype=mask.dtype)[None, :] - sum_s
     if means:
         sum_s = sum_s.astype(np.float64) / (n // 2)

@@ -165,14 +165,14 @@ class PackedCounts:
         # integers below 2**24 (2**53 unpacked): exact in float64, then in dtype
         self.matrix = np.tensordot(scales, blocks, axes=1).T.astype(self.dtype)
 
-    def counts(self, mask: np.ndarray) -> np.ndarray:
-        """``(b, count)`` float64 counts of each column over each mask row's
-        selected rows (``mask`` 0/1 of this dtype, at most ``limit`` ones a row)."""
+    def counts(self, mask: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+        """``(b, count)`` counts of each column over each mask row's selected
+        rows (``mask`` 0/1 of this dtype, at most ``limit`` ones a row)."""
         packed = mask @ self.matrix  # (b, width)
         if self.per_pack == 1:
-            return packed[:, : self.count].astype(np.float64)
+            return packed[:, : self.count].astype(dtype)
         fields = packed.astype(np.int32)
-        out = np.empty((mask.shape[0], self.per_pack, self.width))
+        out = np.empty((mask.shape[0], self.per_pack, self.width), dtype=dtype)
         low = (1 << self.bits) - 1
         for q in range(self.per_pack):
             np.bitwise_and(

@@ -184,7 +184,8 @@ def split_audit(
             flips = pair_flips(
                 b, gap=gap, tie_rule=tie_rule, mcnemar_filter=mcnemar_filter
             )
-            records["flips"].append(flip_counts(flips))
+            counts = flip_counts(flips)
+            records["flips"].append(counts)
             records["held"].append(held_out_splits(b, gap=gap))
             if m >= 3:
                 records["disjoint"].append(disjoint_splits(b))
@@ -197,6 +198,7 @@ def split_audit(
                     screen_splits(
                         b,
                         flips,
+                        counts,
                         family_codes,
                         lookup,
                         gap=gap,

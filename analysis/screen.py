@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from analysis.flips import PairFlips
+from analysis.flips import FlipCounts, PairFlips
 from analysis.results import ResultMixin, StatRow
 from analysis.splits import SplitBatch
 
@@ -71,6 +71,7 @@ def _retention_flags(
 def screen_splits(
     batch: SplitBatch,
     flips: PairFlips,
+    counts: FlipCounts,
     family_codes: np.ndarray,
     pair_lookup: np.ndarray,
     *,
@@ -78,7 +79,8 @@ def screen_splits(
     retention_threshold: float,
     excess_threshold: float,
 ) -> ScreenSplits:
-    """Section 10 on every split of ``batch`` (``flips`` from the same batch)."""
+    """Section 10 on every split of ``batch`` (``flips`` and their ``counts``
+    from the same batch)."""
     sel = batch.raw.mean_s
     b, m = sel.shape
     ix = np.arange(b)
@@ -123,9 +125,7 @@ def screen_splits(
     # full panel: every S-adjacent pair and every eligible pair
     order = np.argsort(sel, axis=1, kind="stable")
     adjacent_full = check(order[:, :-1], order[:, 1:], False)
-    n_eligible = np.count_nonzero(flips.counted, axis=1)
-    full_raw = np.count_nonzero(flips.raw_rev, axis=1)
-    full_comp = np.count_nonzero(flips.comp_rev, axis=1)
+    n_eligible, full_raw, full_comp = counts.eligible, counts.raw, counts.comp
     with np.errstate(invalid="ignore", divide="ignore"):
         excess_full = np.where(
             n_eligible > 0, (full_comp - full_raw) / np.maximum(n_eligible, 1), np.nan

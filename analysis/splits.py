@@ -175,10 +175,8 @@ class PackedCounts:
         out = np.empty((mask.shape[0], self.per_pack, self.width), dtype=dtype)
         low = (1 << self.bits) - 1
         for q in range(self.per_pack):
-            np.bitwise_and(
-                fields >> (self.bits * q), low, out=out[:, q], casting="unsafe"
-            )
-        return out.reshape(mask.shape[0], -1)[:, : self.count]
+            np.bitwise_and(fields >> (self.bits * q), low, out=out[:, q])
+        return out.reshape(mask.shape[0], self.per_pack * self.width)[:, : self.count]
 
 
 def is_binary(*arrays: np.ndarray) -> bool:
@@ -204,9 +202,9 @@ PRODUCT_ROWS = 64
 
 
 def masked_sums(mask: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``mask @ rows.T`` ((b, n) by (c, n)), in calls of :data:`PRODUCT_ROWS` rows."""
+    """``mask @ rows.T`` ((b, n) by (c, n), float64), in calls of :data:`PRODUCT_ROWS` rows."""
     b, n = mask.shape  # b >= 1: batches are never empty
-    padded = np.zeros((b + (-b % PRODUCT_ROWS), n), dtype=mask.dtype)
+    padded = np.zeros((b + (-b % PRODUCT_ROWS), n))
     padded[:b] = mask
     columns = rows.T
     return np.vstack(
@@ -241,14 +239,13 @@ def _binary_halves(sum_s: np.ndarray, total: np.ndarray, n: int) -> Halves:
     return Halves(mean_s, sum_t / (n - h), sum_s, sum_t, n - h)
 
 
-def row_median(values: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
-    """Median of each row's finite entries (or of its ``keep`` entries, which
-    must be finite), NaN for none, by one sort.
+def row_median(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Median of each row's ``keep`` entries (which must be finite), NaN for
+    none, by one sort.
 
     Equals ``np.median`` of each row's kept values (numpy's mean of the two
     middle order statistics).
     """
-    keep = np.isfinite(values) if keep is None else keep
     ordered = np.where(keep, values, np.inf)
     ordered.sort(axis=1)
     count = np.count_nonzero(keep, axis=1)
@@ -290,7 +287,7 @@ class SplitPanel:
             columns = [raw, comp]
             if products:  # discordant rows of each pair, raw then compressed
                 discordant = np.vstack([raw[lo] != raw[hi], comp[lo] != comp[hi]])
-                self.discordant_total = discordant.sum(axis=1, dtype=np.float64)
+                self.discordant_total = discordant.sum(axis=1)
                 columns.append(discordant)
             # one packed product gives every S count exactly
             self.counts: PackedCounts | None = PackedCounts(np.vstack(columns), self.h)
@@ -313,7 +310,6 @@ class SplitBatch:
 
     def __init__(self, panel: SplitPanel, perms: np.ndarray) -> None:
         self.panel = panel
-        self.perms = perms
         self.size = b = perms.shape[0]
         self.mask = selection_mask(perms, panel.work)
         p = panel
@@ -321,7 +317,7 @@ class SplitBatch:
             counts = p.counts.counts(self.mask)  # (b, 2m [+ 2P])
             self.raw = _binary_halves(counts[:, : p.m], p.raw_total, p.n)
             self.comp = _binary_halves(counts[:, p.m : 2 * p.m], p.comp_total, p.n)
-            self._discordant_s = counts[:, 2 * p.m :] if p.products else None
+            self._discordant_s = counts[:, 2 * p.m :]  # (b, 0) without products
         else:
             self.raw = halves(p.raw, perms, self.mask)
             self.comp = halves(p.comp, perms, self.mask)

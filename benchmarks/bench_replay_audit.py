@@ -11,12 +11,18 @@ panel on the production code path, against ragscale's loop, in one run.
    reader pairs) and of the permutations alone (the floor for any
    implementation that reproduces ragscale's splits).
 3. Whole ``audit_panel`` of that panel at defaults, CPU seconds.
+4. Where a split's CPU goes: each step of the pass (the functions
+   :func:`analysis.replay.split_audit` calls, on batches of its default size),
+   median over batches.
 
 Times are CPU seconds of this process, all threads (``time.process_time``):
 on a shared machine wall time mostly measures the neighbours. Each figure is
 the best of ``--repeat`` runs. Usage::
 
-    python -m benchmarks replay_audit [--repeat 3] [--low 1000] [--high 5000]
+    python -m benchmarks replay_audit [--repeat 3] [--low 1000] [--high 20000]
+
+The slope is taken over a wide span: each whole call also runs the
+bootstraps and nulls (about 1 s), whose jitter would swamp a narrow one.
 """
 
 from __future__ import annotations
@@ -72,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks replay_audit")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--low", type=int, default=1000)
-    parser.add_argument("--high", type=int, default=5000)
+    parser.add_argument("--high", type=int, default=20000)
     args = parser.parse_args(argv)
 
     from analysis.audit import AuditSettings, audit_panel, replay_audit_file
@@ -94,10 +100,10 @@ def main(argv: list[str] | None = None) -> None:
         ours_low = best(
             lambda: replay_audit_file(path, settings=AuditSettings(splits=low)), repeat
         )
-        ours_high = whole if high == 5000 else best(
+        ours_high = best(
             lambda: replay_audit_file(path, settings=AuditSettings(splits=high)),
             repeat,
-        )  # fmt: skip
+        )
     order = np.argsort(readers)  # ragscale sorts readers by name
     rs_low = best(lambda: ragscale_loop(raw[order], comp[order], low, SEED), 1)
     rs_high = best(lambda: ragscale_loop(raw[order], comp[order], high, SEED), 1)
@@ -116,6 +122,50 @@ def main(argv: list[str] | None = None) -> None:
         f"permutations alone {floor * 1e6:.1f} us (ours = {ours / floor:.2f}x the floor)\n"
         f"audit_panel, same panel, defaults: {audit:.2f} s CPU (best of {repeat})"
     )
+    steps = split_steps(raw, comp, families)
+    print("split pass, CPU per split by step (median of 12 batches):")  # noqa: T201
+    for name, seconds in steps.items():
+        print(f"  {name:<28} {seconds * 1e6:5.1f} us")  # noqa: T201
+    print(f"  {'total':<28} {sum(steps.values()) * 1e6:5.1f} us")  # noqa: T201
+
+
+def split_steps(raw: np.ndarray, comp: np.ndarray, families: list[str]) -> dict:
+    """CPU seconds per split of each step ``split_audit`` runs on one batch."""
+    from analysis.bootstrap import single_blas
+    from analysis.disjoint_rows import disjoint_splits
+    from analysis.flips import flip_counts, pair_flips
+    from analysis.held_out import held_out_splits
+    from analysis.mcnemar_resolution import mcnemar_splits
+    from analysis.resolution_crossfit import crossfit_splits
+    from analysis.screen import screen_splits
+    from analysis.splits import DEFAULT_BATCH, SplitPanel, pair_lookup, permutations
+
+    m = raw.shape[0]
+    codes = np.unique(np.asarray(families), return_inverse=True)[1]
+    lookup = pair_lookup(m)
+    panel = SplitPanel(raw, comp, products=True)
+    rng = np.random.default_rng(SEED)
+    times: dict[str, list[float]] = {}
+
+    def step(name: str, func, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        start = CLOCK()
+        out = func(*args, **kwargs)
+        times.setdefault(name, []).append((CLOCK() - start) / DEFAULT_BATCH)
+        return out
+
+    screen = {"gap": 0.05, "retention_threshold": 0.75, "excess_threshold": 0.05}
+    with single_blas():
+        for _ in range(12):
+            perms = step("permutations", permutations, rng, N, DEFAULT_BATCH)
+            b = step("half counts, pair differences", panel.batch, perms)
+            f = step("flips", pair_flips, b, gap=0.05)
+            c = step("flip counts", flip_counts, f)
+            step("held-out endpoints", held_out_splits, b, gap=0.05)
+            step("disjoint-row r", disjoint_splits, b)
+            step("McNemar", mcnemar_splits, b)
+            step("cross-fit", crossfit_splits, b, f.eligible)
+            step("three-reader screen", screen_splits, b, f, c, codes, lookup, **screen)
+    return {name: float(np.median(values)) for name, values in times.items()}
 
 
 if __name__ == "__main__":  # pragma: no cover

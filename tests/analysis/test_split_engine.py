@@ -18,9 +18,13 @@ from analysis.splits import (
     PackedCounts,
     SplitPanel,
     batch_size,
+    distribution,
+    pair_lookup,
     permutation_batches,
     permutations,
+    row_median,
     selection_mask,
+    separated,
 )
 
 
@@ -64,6 +68,33 @@ def test_packed_counts_are_exact_at_the_limits(limit):
     assert got[:, :4].max() == limit
 
 
+@pytest.mark.parametrize(
+    ("limit", "dtype", "per_pack"),
+    [(2**23 - 1, np.float32, 1), (2**23, np.float32, 1), (2**24, np.float64, 1)],
+)
+def test_packed_counts_type_at_the_float32_edge(limit, dtype, per_pack):
+    """Counts of up to 2**24 - 1 rows (24 bits) are exact in float32; beyond,
+    float64. The limit alone decides (a handful of rows stands in for them)."""
+    columns = np.array([[1, 0, 1, 1], [0, 1, 1, 0]], dtype=bool)
+    packed = PackedCounts(columns, limit)
+    assert (packed.dtype, packed.per_pack) == (dtype, per_pack)
+    assert packed.matrix.dtype == dtype
+    mask = np.array([[1, 1, 0, 1]], dtype=dtype)
+    for want in (np.float64, np.float32):
+        got = packed.counts(mask, want)
+        assert got.dtype == want
+        np.testing.assert_array_equal(got, [[2, 1]])
+
+
+def test_packed_counts_keep_the_requested_type():
+    packed = PackedCounts(np.eye(5, dtype=bool), 2)
+    assert packed.per_pack == 12 and packed.matrix.dtype == np.float32
+    mask = np.array([[1, 0, 0, 0, 1], [0, 1, 1, 0, 0]], dtype=np.float32)
+    got = packed.counts(mask, np.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, mask)
+
+
 def test_selection_mask_marks_the_first_half():
     perms = np.array([[3, 0, 2, 1, 4], [4, 3, 2, 1, 0]])
     np.testing.assert_array_equal(
@@ -78,6 +109,65 @@ def test_batch_size_bounds_memory_and_keeps_requests_below_it():
     assert 1 <= big < 1000
     assert 8 * 60 * 20000 * big <= BATCH_BYTES
     assert batch_size(10**4, 10**5, 1000) == 1
+    # the pair arrays' share: 1000 readers x 10 rows is 8 (10^4 + 16 * 499,500) bytes a split
+    got = batch_size(1000, 10, 1000)
+    assert got == BATCH_BYTES // (8 * (1000 * 10 + 16 * 499_500)) == 2
+    assert isinstance(got, int)
+    # the per-split bytes exactly: 8 (50 + 16 * 1225) -> 853 splits
+    assert batch_size(50, 1, 1000) == 853
+
+
+def test_separated_includes_the_gap_itself():
+    got = separated(np.array([0.5, -0.5, 0.25, 0.4999999999999999, -0.75]), 0.5)
+    np.testing.assert_array_equal(got, [True, True, False, False, True])
+
+
+def test_pair_lookup_numbers_pairs_row_major_and_marks_the_diagonal():
+    np.testing.assert_array_equal(pair_lookup(3), [[-1, 0, 1], [0, -1, 2], [1, 2, -1]])
+    assert pair_lookup(3).dtype == np.int64
+
+
+def test_row_median_of_kept_entries():
+    values = np.array(
+        [[5.0, 1.0, 3.0, 2.0], [4.0, 4.0, 9.0, 1.0], [1.0, 2.0, 3.0, 4.0]]
+    )
+    keep = np.array([[True, True, True, False], [True, False, True, True], [False] * 4])
+    got = row_median(values, keep)
+    np.testing.assert_array_equal(got[:2], [3.0, 4.0])
+    assert np.isnan(got[2])  # nothing kept: NaN, not the fill value
+    even = row_median(values[:1], np.array([[True, True, True, True]]))
+    assert even[0] == np.median(values[0]) == 2.5
+
+
+def test_distribution_reasons_and_level():
+    empty = distribution("x", np.full(4, np.nan), 0.95, "why")
+    assert empty.reasons == {"median": "why", "interval": "why"}
+    assert (empty.splits_used, empty.splits_omitted) == (0, 4)
+    values = np.arange(101.0)
+    half = distribution("x", values, 0.5, "why")
+    assert (half.interval.low, half.interval.high) == (25.0, 75.0)
+    assert half.median == 50.0 and half.reasons == {}
+
+
+@pytest.mark.parametrize(
+    ("raw_binary", "comp_binary"), [(True, True), (True, False), (False, True)]
+)
+def test_packed_route_needs_both_conditions_binary(raw_binary, comp_binary):
+    rng = np.random.default_rng(1)
+    raw = (rng.random((4, 12)) < 0.5).astype(float)
+    comp = (rng.random((4, 12)) < 0.5).astype(float)
+    if not raw_binary:
+        raw[0, 0] = 0.5
+    if not comp_binary:
+        comp[2, 3] = 0.25
+    panel = SplitPanel(raw, comp, products=True)
+    batch = panel.batch(permutations(rng, 12, 3))
+    if raw_binary and comp_binary:
+        assert panel.counts is not None
+        assert batch.mask.dtype == np.float32  # the packed product's type
+    else:
+        assert panel.counts is None and batch.mask.dtype == np.float64
+    assert batch.raw.sum_s.sum() + batch.raw.sum_t.sum() == pytest.approx(raw.sum() * 3)
 
 
 def _continuous(seed, m=6, n=41):

@@ -27,10 +27,6 @@ from analysis.splits import (
 class DisjointSplits(NamedTuple):
     r: np.ndarray  # per split, NaN where omitted
 
-    @classmethod
-    def empty(cls) -> DisjointSplits:
-        return cls(np.zeros(0))
-
 
 def disjoint_splits(batch: SplitBatch) -> DisjointSplits:
     """Pearson r of S raw means and T gains across readers, per split."""

@@ -67,10 +67,6 @@ class FlipCounts(NamedTuple):
     raw_ties: np.ndarray
     comp_ties: np.ndarray
 
-    @classmethod
-    def empty(cls) -> FlipCounts:
-        return cls(*(np.zeros(0, dtype=np.int64) for _ in cls._fields))
-
 
 def pair_flips(
     batch: SplitBatch,

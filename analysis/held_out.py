@@ -35,10 +35,6 @@ class HeldOutSplits(NamedTuple):
     retention: np.ndarray  # NaN where the scoring-half raw gap is below the minimum
     pair: np.ndarray  # weak * m + strong, -1 where invalid
 
-    @classmethod
-    def empty(cls) -> HeldOutSplits:
-        return cls(np.zeros((0, 2)), np.zeros((0, 2), dtype=np.int64))
-
 
 def held_out_splits(batch: SplitBatch, *, gap: float) -> HeldOutSplits:
     """Both orientations of every split in ``batch``."""

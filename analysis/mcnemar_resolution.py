@@ -41,14 +41,10 @@ class McNemarSplits(NamedTuple):
     same: np.ndarray
     opposite: np.ndarray
 
-    @classmethod
-    def empty(cls) -> McNemarSplits:
-        return cls(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))
-
 
 def mcnemar_splits(batch: SplitBatch) -> McNemarSplits:
     """Section 5 on every split of ``batch`` (needs ``products=True``)."""
-    thresholds = significance_thresholds(max(batch.panel.n, 1))
+    thresholds = significance_thresholds(batch.panel.n)  # n >= 2 rows here
     diff_raw, diff_comp = batch.sum_d_raw_t, batch.sum_d_comp_t  # c - b per pair
     discordant_raw, discordant_comp = batch.discordant_t  # b + c per pair
     sig_raw = np.abs(diff_raw) >= thresholds[discordant_raw.astype(np.int64)]
@@ -107,7 +103,7 @@ class McNemarResolution(ResultMixin):
 
 
 def mcnemar_resolution(
-    splits: McNemarSplits, *, scoring_rows: int, level: float = 0.95
+    splits: McNemarSplits, *, scoring_rows: int, level: float
 ) -> McNemarResolution:
     """Section 5's result from the per-split records."""
     have = splits.raw_significant > 0

@@ -30,7 +30,6 @@ import numpy as np
 from analysis.bootstrap import SeedLike, generator, single_blas
 from analysis.disjoint_rows import DisjointSplits, disjoint_correlation, disjoint_splits
 from analysis.flips import (
-    FlipCounts,
     FlipReplay,
     TieRule,
     both_half_reversals,
@@ -41,25 +40,21 @@ from analysis.flips import (
 )
 from analysis.held_out import (
     HeldOutEndpoints,
-    HeldOutSplits,
     held_out_endpoints,
     held_out_splits,
 )
 from analysis.mcnemar_resolution import (
     McNemarResolution,
-    McNemarSplits,
     mcnemar_resolution,
     mcnemar_splits,
 )
 from analysis.resolution_crossfit import (
     CrossFitResolution,
-    CrossFitSplits,
     crossfit_resolution,
     crossfit_splits,
 )
 from analysis.results import ResultMixin, StatRow
 from analysis.screen import (
-    ScreenSplits,
     ThreeReaderScreen,
     screen_splits,
     three_reader_screen,
@@ -155,8 +150,8 @@ def split_audit(
     """
     del raw_tokens, comp_tokens
     m, n = raw.shape
-    if splits < 0:
-        raise ValueError("`splits` must be non-negative")
+    if splits < 1:
+        raise ValueError("`splits` must be at least 1")
     parts = PARTS if parts is None else parts
     want_crossfit = "crossfit" in parts and m >= 2 and n >= 4
     want_screen = "screen" in parts and m >= 3
@@ -210,9 +205,10 @@ def split_audit(
     progress.finish()
 
     seed_value = seed if isinstance(seed, int) else None
-    counts = stack(records["flips"], FlipCounts.empty())
-    disjoint = stack(records["disjoint"], DisjointSplits.empty())
-    if m < 3:
+    counts = stack(records["flips"])
+    if m >= 3:
+        disjoint = stack(records["disjoint"])
+    else:
         disjoint = DisjointSplits(np.full(splits, np.nan))
     reasons = {}
     if m < 3:
@@ -234,29 +230,25 @@ def split_audit(
             level=level,
         ),  # fmt: skip
         both_half=both_half_reversals(counts, level),
-        held_out=held_out_endpoints(
-            stack(records["held"], HeldOutSplits.empty()), readers, level=level
-        ),
+        held_out=held_out_endpoints(stack(records["held"]), readers, level=level),
         disjoint_correlation=disjoint_correlation(disjoint, m, level),
         mcnemar=mcnemar_resolution(
-            stack(records["mcnemar"], McNemarSplits.empty()),
+            stack(records["mcnemar"]),
             scoring_rows=n - n // 2,
             level=level,
         )
         if want_mcnemar
         else None,
-        crossfit_resolution=crossfit_resolution(
-            stack(records["crossfit"], CrossFitSplits.empty()), level
-        )
+        crossfit_resolution=crossfit_resolution(stack(records["crossfit"]), level)
         if want_crossfit
         else None,
         screen=three_reader_screen(
-            stack(records["screen"], ScreenSplits.empty()),
+            stack(records["screen"]),
             readers,
             retention_threshold=retention_threshold,
             excess_threshold=excess_threshold,
         )
-        if want_screen and splits
+        if want_screen
         else None,
         reasons=reasons,
     )

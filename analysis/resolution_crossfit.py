@@ -42,10 +42,6 @@ class CrossFitSplits(NamedTuple):
     nonpositive_retention: np.ndarray
     zero_raw_variance: np.ndarray
 
-    @classmethod
-    def empty(cls) -> CrossFitSplits:
-        return cls(np.zeros(0), *(np.zeros(0, dtype=np.int64) for _ in range(4)))
-
 
 def crossfit_splits(batch: SplitBatch, eligible: np.ndarray) -> CrossFitSplits:
     """Per split median n-ratio of the S-eligible pairs ``eligible`` (b, P), on T."""
@@ -104,9 +100,7 @@ class CrossFitResolution(ResultMixin):
         ]
 
 
-def crossfit_resolution(
-    splits: CrossFitSplits, level: float = 0.95
-) -> CrossFitResolution:
+def crossfit_resolution(splits: CrossFitSplits, level: float) -> CrossFitResolution:
     values = splits.median
     finite = np.isfinite(values)
     why = "no split has an S-eligible pair with positive T retention and raw variance"

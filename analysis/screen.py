@@ -38,16 +38,6 @@ class ScreenSplits(NamedTuple):
     visible: np.ndarray  # compressed reversals inside the triplet
     full_reversals: np.ndarray
 
-    @classmethod
-    def empty(cls) -> ScreenSplits:
-        return cls(
-            np.zeros(0, dtype=bool),
-            np.zeros(0, dtype=bool),
-            np.zeros(0, dtype=np.int64),
-            np.zeros(0, dtype=np.int64),
-            np.zeros(0, dtype=np.int64),
-        )
-
 
 def _retention_flags(
     batch: SplitBatch,

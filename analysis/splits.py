@@ -363,10 +363,8 @@ class SplitBatch:
 Record = TypeVar("Record", bound=NamedTuple)
 
 
-def stack(records: Sequence[Record], empty: Record) -> Record:
-    """Concatenate per-batch records field by field (``empty`` when there are none)."""
-    if not records:
-        return empty
+def stack(records: Sequence[Record]) -> Record:
+    """Concatenate per-batch records (at least one) field by field."""
     kind = type(records[0])
     return kind(*(np.concatenate(column) for column in zip(*records, strict=True)))
 

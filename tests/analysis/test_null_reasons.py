@@ -70,13 +70,13 @@ def test_crossfit_resolution_without_a_usable_split_says_why():
 
     zeros = np.zeros(3, dtype=np.int64)
     none = crossfit_resolution(
-        CrossFitSplits(np.full(3, np.nan), zeros, zeros, zeros, zeros)
+        CrossFitSplits(np.full(3, np.nan), zeros, zeros, zeros, zeros), 0.95
     )
     why = "no split has an S-eligible pair with positive T retention and raw variance"
     assert dict(none.reasons) == {"median": why, "interval": why}
     assert (none.splits_used, none.splits_omitted) == (0, 3)
     some = crossfit_resolution(
-        CrossFitSplits(np.array([np.nan, 1.5, 2.5]), zeros, zeros, zeros, zeros)
+        CrossFitSplits(np.array([np.nan, 1.5, 2.5]), zeros, zeros, zeros, zeros), 0.95
     )
     assert dict(some.reasons) == {} and some.median == 2.0
 

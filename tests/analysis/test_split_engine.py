@@ -221,3 +221,9 @@ def test_packed_and_continuous_routes_agree_on_binary_scores(monkeypatch, n):
         [(raw[lo][:, p[: n // 2]] != raw[hi][:, p[: n // 2]]).sum(1) for p in perms]
     )
     np.testing.assert_array_equal(packed.discordant_raw_s, want_s)
+
+
+def test_split_pass_needs_a_split():
+    raw = np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0]])
+    with pytest.raises(ValueError, match="`splits` must be at least 1"):
+        split_audit(raw, raw, ["a", "b"], ["x", "y"], splits=0)

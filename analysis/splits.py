@@ -125,7 +125,7 @@ def selection_mask(perms: np.ndarray, dtype: type = np.float64) -> np.ndarray:
     """``(b, n)`` 0/1 mask of each permutation's selection half (first ``n // 2``)."""
     b, n = perms.shape
     mask = np.zeros(b * n, dtype=dtype)
-    mask[(perms[:, : n // 2] + (np.arange(b) * n)[:, None]).ravel()] = 1
+    mask[perms[:, : n // 2] + (np.arange(b) * n)[:, None]] = 1  # 2-D index: no copy
     return mask.reshape(b, n)
 
 

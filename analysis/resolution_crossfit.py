@@ -6,8 +6,9 @@ Notes
 Per split, the pairs eligible for the flips (separated on the selection half
 S) are estimated on the scoring half T: ``D = x_j - x_i`` per T row,
 ``rho = mean_T(D_comp) / mean_T(D_raw)`` (the pair's orientation cancels) and
-``n-ratio = Var_T(D_comp) / Var_T(D_raw) / rho^2`` (ddof = 1, from T sums,
-squares and co-products). A pair is excluded, and counted, when its T raw
+``n-ratio = Var_T(D_comp) / Var_T(D_raw) / rho^2`` (ddof = 1, from the T sums
+of ``D`` and ``D^2``; for 0/1 scores ``sum_T D^2`` is the count of rows where
+the two readers differ). A pair is excluded, and counted, when its T raw
 difference is exactly 0 (retention undefined), when ``rho <= 0``, or when
 ``Var_T(D_raw) = 0``. The split's value is the median n-ratio of the pairs
 kept; splits with none are omitted and counted. Reported: median and

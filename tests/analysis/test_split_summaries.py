@@ -72,3 +72,44 @@ def test_crossfit_summary_and_level():
     assert (got.interval.low, got.interval.high) == tuple(
         np.percentile([1.0, 3.0, 2.0, 5.0], [25, 75])
     )
+
+
+def _close_readers():
+    """Four readers that differ from one base reader on 2-12 of 200 rows: on
+    many splits the S-extreme pair is under 5pp apart on T (the endpoint check
+    is inadmissible), on many no triplet pair is separated on S (the triplet's
+    excess is undefined)."""
+    rng = np.random.default_rng(13)
+    base = (rng.random(200) < 0.55).astype(float)
+    raw = np.tile(base, (4, 1))
+    for k, flips in enumerate((2, 5, 8, 12)):
+        rows = rng.choice(200, flips, replace=False)
+        raw[k, rows] = 1 - raw[k, rows]
+    comp = np.where(rng.random(raw.shape) < 0.03, 1 - raw, raw)
+    return raw, comp, ["a", "a", "b", "b"], ["r0", "r1", "r2", "r3"]
+
+
+def test_screen_flags_inadmissible_endpoints_and_undefined_triplets():
+    from analysis.replay import split_audit
+    from analysis.splits import permutations
+
+    from . import reference as ref
+
+    raw, comp, families, readers = _close_readers()
+    options = {"gap": 0.05, "splits": 300, "seed": 5}
+    got = split_audit(raw, comp, families, readers, **options).screen.to_dict()
+    want = ref.split_summary(
+        raw, comp, families, readers, retention_threshold=0.75, excess_threshold=0.05,
+        **options,
+    )["screen"]  # fmt: skip
+    for key, value in want.items():
+        assert got[key] == value or math.isclose(got[key], value, abs_tol=1e-12), key
+    # the panel exercises both rules: some splits' S-extreme pair is under the
+    # gap on T, and some splits have no S-separated pair at all
+    perms = permutations(np.random.default_rng(5), 200, 300)
+    s_means = np.stack([raw[:, p[:100]].mean(1) for p in perms])
+    t_means = np.stack([raw[:, p[100:]].mean(1) for p in perms])
+    ix = np.arange(300)
+    weak, strong = s_means.argmin(1), s_means.argmax(1)
+    assert (t_means[ix, strong] - t_means[ix, weak] < 0.05).sum() >= 50
+    assert (s_means[ix, strong] - s_means[ix, weak] < 0.05).sum() >= 50

@@ -280,7 +280,6 @@ class SplitPanel:
         self.pairs = pair_indices(self.m)
         self.n_pairs = self.pairs[0].size
         self.to_pairs = difference_matrix(self.m)
-        self.products = products
         self.raw_total, self.comp_total = raw.sum(axis=1), comp.sum(axis=1)
         lo, hi = self.pairs
         if self.binary:

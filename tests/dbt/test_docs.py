@@ -31,6 +31,9 @@ SOURCE_SYSTEMS = {"matrix", "ragscale", "benchmarks", "ragledger", "analysis"}
 STAGING_FILES = sorted(
     (dbt_runner.PROJECT_DIR / "models" / "staging").glob("*/stg_*.sql")
 )
+INTERMEDIATE_FILES = sorted(
+    (dbt_runner.PROJECT_DIR / "models" / "intermediate").glob("*/int_*.sql")
+)
 #: The tables a job appends to whenever it runs (compile, replay / judges /
 #: rescore, audit): the only ones `dbt source freshness` checks.
 FRESHNESS_CHECKED = {
@@ -49,7 +52,7 @@ FRESHNESS_CHECKED = {
 
 @pytest.fixture(scope="module")
 def ci_manifest(tmp_path_factory) -> dict:
-    """dbt's manifest on the `ci` target, the staging models compiled."""
+    """dbt's manifest on the `ci` target, staging and intermediate compiled."""
     target = tmp_path_factory.mktemp("dbt_ci")
     project = str(dbt_runner.PROJECT_DIR)
     completed = subprocess.run(
@@ -58,6 +61,7 @@ def ci_manifest(tmp_path_factory) -> dict:
             "compile",
             "--select",
             "staging",
+            "intermediate",
             "--project-dir",
             project,
             "--profiles-dir",
@@ -149,21 +153,46 @@ def test_every_source_column_is_declared_and_described(ci_manifest, lake_ddl):
     assert problems == []
 
 
-def test_every_staging_column_is_declared_and_described(ci_manifest, lake_ddl):
-    staging = [
-        node
-        for node in ci_manifest["nodes"].values()
-        if node["resource_type"] == "model" and node["name"].startswith("stg_")
-    ]
-    assert len(staging) == len(STAGING_FILES)
+def test_every_staging_and_intermediate_column_is_declared_and_described(
+    ci_manifest, lake_ddl
+):
+    nodes = {
+        unique_id: node
+        for unique_id, node in ci_manifest["nodes"].items()
+        if node["resource_type"] == "model"
+        and node["schema"] in ("staging", "intermediate")
+    }
+    assert sum(node["schema"] == "staging" for node in nodes.values()) == len(
+        STAGING_FILES
+    )
+    assert sum(node["schema"] == "intermediate" for node in nodes.values()) == len(
+        INTERMEDIATE_FILES
+    )
     problems = []
-    for node in staging:
-        relation = lake_ddl.execute(
-            f"select * from ({node['compiled_code']}) as staged limit 0"
-        )
-        actual = [column[0] for column in relation.description]
-        assert node["description"].strip(), node["name"]
-        problems += _undescribed(node["columns"], actual, node["name"])
+    done: set[str] = set()
+    lake_ddl.execute("create schema if not exists memory.staging")
+    lake_ddl.execute("create schema if not exists memory.intermediate")
+    while len(done) < len(nodes):  # each model once its parents exist
+        ready = [
+            unique_id
+            for unique_id, node in nodes.items()
+            if unique_id not in done
+            and all(p in done for p in node["depends_on"]["nodes"] if p in nodes)
+        ]
+        assert ready, sorted(set(nodes) - done)
+        for unique_id in sorted(ready):
+            node = nodes[unique_id]
+            relation = f'"memory"."{node["schema"]}"."{node["alias"]}"'
+            lake_ddl.execute(f"create view {relation} as {node['compiled_code']}")
+            actual = [
+                column[0]
+                for column in lake_ddl.execute(
+                    f"select * from {relation} limit 0"
+                ).description
+            ]
+            assert node["description"].strip(), node["name"]
+            problems += _undescribed(node["columns"], actual, node["name"])
+            done.add(unique_id)
     assert problems == []
 
 
@@ -291,7 +320,9 @@ def test_lineage_from_sources_to_exposures(docs):
 
 
 @pytest.mark.slow
-def test_every_source_and_staging_column_in_the_catalog_is_described(docs):
+def test_every_source_staging_and_intermediate_column_in_the_catalog_is_described(
+    docs,
+):
     manifest, catalog = docs
     problems = []
     for unique_id, entry in catalog["sources"].items():
@@ -301,9 +332,12 @@ def test_every_source_and_staging_column_in_the_catalog_is_described(docs):
     staged = 0
     for unique_id, entry in catalog["nodes"].items():
         node = manifest["nodes"][unique_id]
-        if node["resource_type"] != "model" or not node["name"].startswith("stg_"):
+        if node["resource_type"] != "model" or node["schema"] not in (
+            "staging",
+            "intermediate",
+        ):
             continue
-        staged += 1
+        staged += node["schema"] == "staging"
         problems += _undescribed(node["columns"], list(entry["columns"]), node["name"])
     assert len(catalog["sources"]) == len(manifest["sources"])
     assert staged == len(STAGING_FILES)
@@ -330,7 +364,9 @@ def test_source_freshness_never_reports_an_empty_table_as_ancient(
     )
     assert result.exit_code == 0, "\n".join(output[-40:])
     found = json.loads((tmp_path / "sources.json").read_text(encoding="utf-8"))
-    results = {r["unique_id"].removeprefix("source.ragledger."): r for r in found["results"]}
+    results = {
+        r["unique_id"].removeprefix("source.ragledger."): r for r in found["results"]
+    }
     assert set(results) == FRESHNESS_CHECKED
     assert {r["status"] for r in results.values()} == {"pass"}, results
     con = warehouse.connect(built.database, read_only=True)

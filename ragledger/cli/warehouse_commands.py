@@ -38,7 +38,8 @@ def init_command(ctx: click.Context) -> None:
     )
 
 
-@click.command("sql")
+# a query may start with a SQL comment ("-- ..."): not an option
+@click.command("sql", context_settings={"ignore_unknown_options": True})
 @click.argument("query")
 @click.option("--limit", default=200, show_default=True, help="Rows to print at most.")
 @click.option(

@@ -69,7 +69,9 @@ _SECRET_NAME = re.compile(
     r"(?:^|_)(?:api_?key|apikey|secret|password|passwd|token|access_token|"
     r"auth_token|authorization|bearer|credentials?|private_key)$|^key$"
 )
-_SECRET_IN_URL = re.compile(r"(?i)[?&](?:api[_-]?key|key|token|access_token|secret|password)=")
+_SECRET_IN_URL = re.compile(
+    r"(?i)[?&](?:api[_-]?key|key|token|access_token|secret|password)="
+)
 
 
 @dataclass(frozen=True)
@@ -465,11 +467,11 @@ def _refuse_secrets(kind: str, key: str, value: dict[str, Any], where: _Where) -
     if not isinstance(value, dict):
         return
     env = _env_name(value)
-    instead = (
-        f"put the key in an environment variable and name it: api_key_env: {env}"
-    )
+    instead = f"put the key in an environment variable and name it: api_key_env: {env}"
     base = value.get("api_base")
-    if isinstance(base, str) and (url_has_userinfo(base) or _SECRET_IN_URL.search(base)):
+    if isinstance(base, str) and (
+        url_has_userinfo(base) or _SECRET_IN_URL.search(base)
+    ):
         raise where.error(
             (kind + "s", key, "api_base"),
             f"{kind} {key!r}: api_base holds a credential (it would be stored in "

@@ -91,7 +91,9 @@ def _write_export(
             "(select unnest(?::varchar[])) order by schema_name, table_name",
             [list(schemas)],
         ).fetchall()
-        entries = [_export_table(con, partial, schema, table) for schema, table in tables]
+        entries = [
+            _export_table(con, partial, schema, table) for schema, table in tables
+        ]
     finally:
         con.close()
     manifest = {
@@ -237,8 +239,10 @@ def _move_beside(partial: Path, root: Path) -> None:
         held = {
             f"{name}/{key}": digest for key, digest in _files_under(root / name).items()
         }
-        if (root / name).is_symlink() or not (root / name).is_dir() or any(
-            earlier.get(key) != digest for key, digest in held.items()
+        if (
+            (root / name).is_symlink()
+            or not (root / name).is_dir()
+            or any(earlier.get(key) != digest for key, digest in held.items())
         ):
             raise WarehouseError(
                 f"{root / name} exists and was not written by an export; move it "

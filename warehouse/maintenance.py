@@ -9,8 +9,8 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -148,9 +148,7 @@ def _maintain_locked(
             f"call ducklake_expire_snapshots('{LAKE_ALIAS}', versions => ?)",
             [expire],
         )
-    con.execute(
-        f"call ducklake_cleanup_old_files('{LAKE_ALIAS}', cleanup_all => true)"
-    )
+    con.execute(f"call ducklake_cleanup_old_files('{LAKE_ALIAS}', cleanup_all => true)")
     if location.uses_sqlite:
         orphans = con.execute(
             f"call ducklake_delete_orphaned_files('{LAKE_ALIAS}', cleanup_all => true)"
@@ -244,7 +242,10 @@ def _building_location(location: Location) -> Location:
     if data_path == f"{location.root / 'files'}/":
         data_path = f"{root / 'files'}/"
     return Location(
-        root, root.with_suffix(".duckdb"), f"sqlite:{root / 'catalog.sqlite'}", data_path
+        root,
+        root.with_suffix(".duckdb"),
+        f"sqlite:{root / 'catalog.sqlite'}",
+        data_path,
     )
 
 
@@ -304,9 +305,7 @@ def _copy_table(
         raise WarehouseError(f"{old}: unknown table {schema}.{name}")
     columns = [c for c in wanted if c in present]
     names = ", ".join(f'"{c}"' for c in columns)
-    con.execute(
-        f'insert into {schema}."{name}" ({names}) select {names} from {source}'
-    )
+    con.execute(f'insert into {schema}."{name}" ({names}) select {names} from {source}')
     before = _content(con, source, columns)
     after = _content(con, f'{schema}."{name}"', columns)
     if before != after:

@@ -156,7 +156,9 @@ def check_statements(con: duckdb.DuckDBPyConnection, sql: str) -> list[str]:
 def _pragma_as_select(text: str) -> str:
     found = _PRAGMA.match(_LEADING_COMMENTS.sub("", text))
     name = found.group(2).lower() if found else ""
-    if name not in PRAGMAS or (found.group(3) is not None) != ("{args}" in PRAGMAS[name]):
+    if name not in PRAGMAS or (found.group(3) is not None) != (
+        "{args}" in PRAGMAS[name]
+    ):
         raise WarehouseError(
             f"read-only: this PRAGMA is not allowed ({_shown(text)}); lookups "
             f"allowed: {', '.join(sorted(PRAGMAS))}"

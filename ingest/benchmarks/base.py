@@ -196,7 +196,7 @@ def read_json(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise InputError(f"cannot read: {error}", file=str(path)) from error
-    except UnicodeDecodeError as error:
+    except UnicodeDecodeError:
         raise not_utf8(path) from None  # names the line and character
     try:
         return json.loads(text)
@@ -240,7 +240,7 @@ def read_jsonl(path: Path) -> list[tuple[int, Any]]:
                         file=str(path),
                         line=number,
                     ) from None
-        except UnicodeDecodeError as error:
+        except UnicodeDecodeError:
             raise not_utf8(path) from None  # names the line and character
     return rows
 
@@ -256,7 +256,7 @@ def read_json_list(path: Path) -> list[tuple[int, Any]]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise InputError(f"cannot read: {error}", file=str(path)) from error
-    except UnicodeDecodeError as error:
+    except UnicodeDecodeError:
         raise not_utf8(path) from None  # names the line and character
     decoder = json.JSONDecoder()
     at = _skip_space(text, 0)

@@ -16,8 +16,8 @@ from ragledger.cli.common import database_path, error_handler
 from ragledger.cli.console import console, print_table
 from warehouse import lake, maintenance
 from warehouse.exports import export_parquet
-from warehouse.sql_guard import reader_connection, run_query
 from warehouse.schema import schema_version
+from warehouse.sql_guard import reader_connection, run_query
 
 
 @click.command("init")

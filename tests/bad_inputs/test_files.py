@@ -443,7 +443,9 @@ def test_a_musique_file_of_the_wrong_top_level_type(assert_refused, tmp_path, sh
     if shape == "object":
         path.write_text(json.dumps({"data": records}, indent=1))
     else:
-        path.write_text(json.dumps(records, indent=1 if shape == "pretty list" else None))
+        path.write_text(
+            json.dumps(records, indent=1 if shape == "pretty list" else None)
+        )
     assert_refused(
         "ingest",
         "benchmark",

@@ -251,5 +251,7 @@ def test_maintain_removes_orphans_but_never_a_running_jobs_file(tmp_path):
     assert "orphan files removed: 1" in done.stdout
     assert not orphan.exists()
     assert all(path.exists() for path in written)
-    rows = ragledger(db, "sql", "--format", "csv", "select count(*) from raw.job_output")
+    rows = ragledger(
+        db, "sql", "--format", "csv", "select count(*) from raw.job_output"
+    )
     assert rows.stdout.split()[-1] == "200000"

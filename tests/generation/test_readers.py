@@ -246,7 +246,9 @@ def test_a_judge_key_is_refused_and_ordinary_options_pass(tmp_path):
         "judges:\n  j:\n    model: openai/gpt-4.1-mini\n    parameters:\n"
         f"      extra: {{openai_api_key: {_SECRET}}}\n"
     )
-    with pytest.raises(InputError, match=r":11: judge 'j': parameters.extra.openai_api_key"):
+    with pytest.raises(
+        InputError, match=r":11: judge 'j': parameters.extra.openai_api_key"
+    ):
         load_reader_config(path)
     path.write_text(path.read_text().split("judges:")[0])
     assert load_reader_config(path).reader("ok").params.extra["top_k"] == 1
@@ -264,9 +266,22 @@ def test_replay_refuses_a_config_with_a_key_in_one_line(tmp_path):
         f"    api_base: https://me:{_SECRET}@llm.example.com/v1\n"
     )
     done = subprocess.run(
-        [str(RAGLEDGER), "--db", str(tmp_path / "w.duckdb"), "replay", "--dataset",
-         "d", "--readers", "hosted", "--config", str(config)],
-        cwd=REPO, env=cli_env(), capture_output=True, text=True,
+        [
+            str(RAGLEDGER),
+            "--db",
+            str(tmp_path / "w.duckdb"),
+            "replay",
+            "--dataset",
+            "d",
+            "--readers",
+            "hosted",
+            "--config",
+            str(config),
+        ],
+        cwd=REPO,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1

@@ -210,7 +210,10 @@ def test_migrate_never_touches_old(tmp_path):
     assert (tmp_path / "old.migrated.lake" / "catalog.sqlite").exists()
     assert str(tmp_path / "old.migrated.duckdb") in done.stdout
     rows = ragledger(
-        tmp_path / "old.migrated.duckdb", "sql", "--format", "csv",
+        tmp_path / "old.migrated.duckdb",
+        "sql",
+        "--format",
+        "csv",
         "select count(*) from raw.matrix_rows",
     )
     assert rows.stdout.split()[-1] == "3"

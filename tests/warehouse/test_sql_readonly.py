@@ -244,20 +244,42 @@ def test_time_travel_still_works(lake):
     runner = CliRunner()
     first = runner.invoke(
         main,
-        ["--db", str(lake), "sql", "--format", "csv", "select min(snapshot_id) "
-         "from lake.snapshots() where snapshot_id > 0"],
+        [
+            "--db",
+            str(lake),
+            "sql",
+            "--format",
+            "csv",
+            "select min(snapshot_id) from lake.snapshots() where snapshot_id > 0",
+        ],
     )
     assert first.exit_code == 0, first.output
     snapshot = first.stdout.split()[-1]
     result = runner.invoke(
         main,
-        ["--db", str(lake), "sql", "--at", snapshot, "--format", "csv",
-         "select count(*) from raw.matrix_rows"],
+        [
+            "--db",
+            str(lake),
+            "sql",
+            "--at",
+            snapshot,
+            "--format",
+            "csv",
+            "select count(*) from raw.matrix_rows",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert result.stdout.split()[-1] == "0"
     now = runner.invoke(
-        main, ["--db", str(lake), "sql", "--format", "csv", "select count(*) from raw.matrix_rows"]
+        main,
+        [
+            "--db",
+            str(lake),
+            "sql",
+            "--format",
+            "csv",
+            "select count(*) from raw.matrix_rows",
+        ],
     )
     assert int(now.stdout.split()[-1]) > 0
 

@@ -255,3 +255,39 @@ def test_maintain_removes_orphans_but_never_a_running_jobs_file(tmp_path):
         db, "sql", "--format", "csv", "select count(*) from raw.job_output"
     )
     assert rows.stdout.split()[-1] == "200000"
+
+
+def test_an_export_killed_midway_leaves_the_old_export_and_no_leftovers(
+    small_lake, tmp_path
+):
+    """kill -9 while the export is written beside DIR: DIR keeps the previous
+    export; the next export removes what the killed one left."""
+    import os
+    import signal
+    import time
+
+    from tests.warehouse.lake_support import ragledger, start
+
+    out = tmp_path / "out"
+    ragledger(small_lake, "export", "parquet", str(out))
+    before = (out / "manifest.json").read_text()
+    killed = False
+    for _ in range(5):  # the write window is short: try until the kill lands in it
+        job = start(small_lake, "export", "parquet", str(out))
+        while job.poll() is None and not any(tmp_path.glob(".out.*.partial")):
+            time.sleep(0.002)
+        if job.poll() is None:
+            os.kill(job.pid, signal.SIGKILL)
+            job.wait()
+            killed = True
+            break
+        job.wait()
+    assert killed, "the export never was caught midway"
+    assert (out / "manifest.json").read_text() == before
+    manifest = json.loads(before)
+    for table in manifest["tables"]:
+        for entry in table["files"]:
+            assert (out / entry["path"]).exists()
+    assert any(tmp_path.glob(".out.*.partial"))  # what the kill left
+    ragledger(small_lake, "export", "parquet", str(out))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -1,7 +1,7 @@
 """One panel as arrays: ``RAW[m, n]``, ``COMP[m, n]``, families and token counts.
 
 :func:`read_panel` reads ``marts.dim_panels`` and ``marts.fct_panel_cells`` through
-an ibis connection the warehouse layer opens (:func:`warehouse.readers.ibis_connection`:
+an ibis connection the warehouse layer opens (:func:`warehouse.sql_guard.ibis_connection`:
 read-only, locked down, pinned to one snapshot when given a pinned location), or
 any ibis backend passed in its place (a second engine over the Parquet export),
 and materialises them once with
@@ -129,7 +129,7 @@ def _connect(path: Any):
 
     if isinstance(path, BaseBackend):
         return _Borrowed(path)
-    from warehouse.readers import ibis_connection
+    from warehouse.sql_guard import ibis_connection
 
     con = ibis_connection(path)
     if not _has_table(con, "dim_panels"):

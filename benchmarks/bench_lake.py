@@ -39,8 +39,8 @@ from benchmarks.matrix_file import write_matrix
 from ingest.matrix import load_matrix
 from warehouse import dbt_runner, maintenance, raw_tables
 from warehouse.lake import resolve
-from warehouse.readers import reader_connection
 from warehouse.snapshot_file import publish
+from warehouse.sql_guard import reader_connection
 
 REPO = Path(__file__).resolve().parents[1]
 OLD_SCHEMA = REPO / "tests" / "warehouse" / "fixtures" / "v0_1"

@@ -3,13 +3,26 @@
 Layout: ``DIR/<schema>/<table>/part-0.parquet`` (one folder per table, so a
 dataset reader never merges two tables), ``raw/matrix_rows/dataset=<name>/``
 (Hive partitions), and ``DIR/manifest.json``: the snapshot id, every table's
-columns and types, row count, and each file's sha256. Everything is written to
-a folder beside ``DIR`` and renamed into place: ``DIR`` appears whole or not at
-all, and an existing ``DIR`` is replaced only after the new one is complete.
+columns and types, row count, and each file's sha256.
+
+Everything is written to a folder beside ``DIR`` and renamed into place: ``DIR``
+appears whole or not at all. An export never deletes or replaces a file it did
+not write:
+
+- a new or empty ``DIR`` receives the export;
+- a ``DIR`` holding exactly an earlier export (every file listed, unchanged, in
+  its ``manifest.json``) is replaced by the new one in one atomic step;
+- any other non-empty ``DIR`` is refused unless ``force``: then the export's
+  schema folders and ``manifest.json`` are moved in beside the files already
+  there (an earlier export's entries are replaced; a name the user holds is
+  refused);
+- a ``DIR`` inside a lake, or holding a lake or a published snapshot file, is
+  refused always.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -25,6 +38,7 @@ from warehouse.lake import Location, resolve
 SCHEMAS = ("raw", "marts", "analysis")
 #: table -> column it is partitioned by
 PARTITIONS = {("raw", "matrix_rows"): "dataset"}
+MANIFEST = "manifest.json"
 
 
 def export_parquet(
@@ -33,16 +47,18 @@ def export_parquet(
     *,
     schemas: Sequence[str] = SCHEMAS,
     snapshot: int | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Write one snapshot of ``schemas`` under ``directory``; return the manifest."""
     location = database if isinstance(database, Location) else resolve(database)
-    root = Path(directory).absolute()
+    root = Path(directory).expanduser().resolve()
     unknown = sorted(set(schemas) - set(SCHEMAS))
     if unknown:
         raise WarehouseError(
             f"--schema {', '.join(unknown)}: no such schema "
             f"(choose from {', '.join(SCHEMAS)})"
         )
+    mode = _target_mode(root, location, force=force)
     from warehouse.connections import connect
 
     probe = connect(location, read_only=True, at=snapshot)
@@ -50,9 +66,23 @@ def export_parquet(
         pinned = snapshot if snapshot is not None else current_snapshot(probe)
     finally:
         probe.close()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    remove_dead_partials(root)
     partial = root.with_name(f".{root.name}.{os.getpid()}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+    partial.mkdir()
+    try:
+        manifest = _write_export(location, pinned, partial, schemas)
+        _move_into_place(partial, root, mode)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    shutil.rmtree(partial, ignore_errors=True)  # what is left: an earlier export
+    return manifest
+
+
+def _write_export(
+    location: Location, pinned: int, partial: Path, schemas: Sequence[str]
+) -> dict[str, Any]:
     con = _export_connection(location, pinned, partial)
     try:
         tables = con.execute(
@@ -61,35 +91,197 @@ def export_parquet(
             "(select unnest(?::varchar[])) order by schema_name, table_name",
             [list(schemas)],
         ).fetchall()
-        entries = []
-        for schema, table in tables:
-            entries.append(_export_table(con, partial, schema, table))
-    except BaseException:
+        entries = [
+            _export_table(con, partial, schema, table) for schema, table in tables
+        ]
+    finally:
         con.close()
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    con.close()
     manifest = {
         "snapshot_id": pinned,
         "lake": str(location.root),
         "schemas": list(schemas),
         "tables": entries,
     }
-    (partial / "manifest.json").write_text(
+    (partial / MANIFEST).write_text(
         json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
     )
-    if root.exists():
-        if _exchange(partial, root):  # one atomic step: DIR is never missing
-            shutil.rmtree(partial, ignore_errors=True)  # now the old export
-        else:
-            old = root.with_name(f".{root.name}.{os.getpid()}.old")
+    return manifest
+
+
+# ------------------------------------------------------------ the target folder
+
+
+def _target_mode(root: Path, location: Location, *, force: bool) -> str:
+    """How the export may reach ``root``: ``new`` (absent or empty), ``replace``
+    (exactly an earlier export) or ``beside`` (``force``: next to other files)."""
+    _refuse_lake_ancestor(root, location)
+    if root.exists() and not root.is_dir():
+        raise WarehouseError(f"{root} is a file; give export parquet a folder")
+    if not root.exists() or not any(root.iterdir()):
+        return "new"
+    _refuse_held_lake(root)
+    earlier = _earlier_export(root)
+    if earlier is not None and earlier == _files_under(root):
+        return "replace"
+    if not force:
+        raise WarehouseError(
+            f"{root} is not empty; export into a new or empty folder, or add "
+            "--force to write the export beside the files already there "
+            "(nothing of theirs is deleted)"
+        )
+    return "beside"
+
+
+def _refuse_lake_ancestor(root: Path, location: Location) -> None:
+    """Refuse a target that is, or is inside, a lake folder or a data path."""
+    data = Path(location.data_path) if location.data_path.startswith("/") else None
+    for folder in (root, *root.parents):
+        if folder == location.root or (data is not None and folder == data.resolve()):
+            raise WarehouseError(
+                f"{root} is inside the warehouse {location.root}; export to a "
+                "folder outside any lake"
+            )
+        if _is_lake(folder):
+            raise WarehouseError(
+                f"{root} is inside the lake {folder}; export to a folder outside "
+                "any lake"
+            )
+
+
+def _is_lake(folder: Path) -> bool:
+    """A DuckLake folder: a catalog file, or a ``.lake`` folder with ``files/``."""
+    try:
+        if (folder / "catalog.sqlite").is_file():
+            return True
+        return folder.suffix == ".lake" and (folder / "files").is_dir()
+    except OSError:
+        return False
+
+
+def _refuse_held_lake(root: Path) -> None:
+    """Refuse a target holding a lake or a published snapshot file anywhere below."""
+    from warehouse.snapshot_file import published_snapshot
+
+    for folder, names, files in os.walk(root):
+        here = Path(folder)
+        if _is_lake(here) or "catalog.sqlite" in files:
+            raise WarehouseError(
+                f"{root} holds the lake {here}; export to a folder of its own"
+            )
+        for name in files:
+            if name.endswith(".duckdb") and (
+                published_snapshot(here / name) is not None
+                or (here / name).with_suffix(".lake").is_dir()
+            ):
+                raise WarehouseError(
+                    f"{root} holds the warehouse snapshot {here / name}; export "
+                    "to a folder of its own"
+                )
+        names[:] = [n for n in names if not (here / n).is_symlink()]
+
+
+def _files_under(folder: Path) -> dict[str, str]:
+    """Every regular file under ``folder`` (relative path -> sha256)."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink() or not path.is_dir():
+            key = str(path.relative_to(folder))
+            found[key] = _sha256(path) if path.is_file() else "not a regular file"
+    return found
+
+
+def _earlier_export(folder: Path) -> dict[str, str] | None:
+    """The files an earlier export wrote in ``folder`` (path -> sha256), as its
+    manifest lists them, or None when ``folder`` holds no manifest of ours."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        listed = {
+            str(entry["path"]): str(entry["sha256"])
+            for table in manifest["tables"]
+            for entry in table["files"]
+        }
+        int(manifest["snapshot_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    listed[MANIFEST] = _sha256(folder / MANIFEST)
+    return listed
+
+
+def _move_into_place(partial: Path, root: Path, mode: str) -> None:
+    """Put the finished export at ``root``; what it replaced ends in ``partial``."""
+    if mode == "new":
+        if root.exists() and any(root.iterdir()):  # filled while we wrote
+            raise WarehouseError(f"{root} was filled by someone else; nothing written")
+        os.rename(partial, root)  # replaces an empty folder in one step
+    elif mode == "replace":
+        if _earlier_export(root) != _files_under(root):  # changed while we wrote
+            raise WarehouseError(f"{root} changed while exporting; nothing written")
+        if not _exchange(partial, root):  # one atomic step: DIR is never missing
+            old = partial.with_name(partial.name + ".old")
             root.rename(old)
             partial.rename(root)
-            shutil.rmtree(old, ignore_errors=True)
+            old.rename(partial)
     else:
-        root.parent.mkdir(parents=True, exist_ok=True)
-        partial.rename(root)
-    return manifest
+        _move_beside(partial, root)
+
+
+def _move_beside(partial: Path, root: Path) -> None:
+    """``--force``: move the export's entries into ``root`` beside the user's files.
+
+    An entry of the same name is replaced only if an earlier export wrote all of
+    it (listed and unchanged in ``root/manifest.json``); otherwise nothing moves.
+    The manifest goes last, so it never lists a file that is not there yet.
+    """
+    earlier = _earlier_export(root) or {}
+    entries = sorted(p.name for p in partial.iterdir() if p.name != MANIFEST)
+    ours = {name for name in entries if (root / name).exists()}
+    for name in sorted(ours):
+        held = {
+            f"{name}/{key}": digest for key, digest in _files_under(root / name).items()
+        }
+        if (
+            (root / name).is_symlink()
+            or not (root / name).is_dir()
+            or any(earlier.get(key) != digest for key, digest in held.items())
+        ):
+            raise WarehouseError(
+                f"{root / name} exists and was not written by an export; move it "
+                "away or export to another folder (nothing was written)"
+            )
+    if (root / MANIFEST).exists() and MANIFEST not in earlier:
+        raise WarehouseError(
+            f"{root / MANIFEST} exists and was not written by an export; move it "
+            "away or export to another folder (nothing was written)"
+        )
+    aside = partial / ".replaced"
+    aside.mkdir()
+    if (root / MANIFEST).exists():
+        os.rename(root / MANIFEST, aside / MANIFEST)
+    for name in entries:
+        if name in ours:
+            os.rename(root / name, aside / name)
+        os.rename(partial / name, root / name)
+    os.rename(partial / MANIFEST, root / MANIFEST)
+
+
+def remove_dead_partials(root: Path) -> None:
+    """Remove ``.DIR.PID.partial`` folders that killed exports left (their process is gone)."""
+    prefix = f".{root.name}."
+    for path in root.parent.glob(f".{glob.escape(root.name)}.*.partial*"):
+        middle = path.name[len(prefix) :].split(".partial", 1)[0]
+        if not middle.isdigit() or _alive(int(middle)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _exchange(first: Path, second: Path) -> bool:

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from warehouse.connections import connect, current_snapshot, transaction
+from warehouse.connections import COMMITTED, connect, current_snapshot, transaction
 from warehouse.errors import WarehouseError
-from warehouse.lake import LAKE_ALIAS, Location, resolve
+from warehouse.exports import remove_dead_partials
+from warehouse.lake import LAKE_ALIAS, Location, resolve, write_lock
 
 #: A folder holding a duckdb 2.x package (``pip install --target DIR duckdb==2.0.1``)
 #: to read 0.1 warehouse files written by duckdb 2.x (storage version 69).
@@ -63,48 +67,101 @@ def data_file_count(location: Location) -> int:
     return sum(1 for _ in Path(location.data_path).rglob("*.parquet"))
 
 
+def parse_keep_days(value: str | float) -> float:
+    """``--keep-days`` as a number of days: finite and >= 0, or one line saying so."""
+    try:
+        days = float(value)
+    except (TypeError, ValueError):
+        days = math.nan
+    if not math.isfinite(days) or days < 0:
+        raise WarehouseError(
+            f"--keep-days {value}: not a number of days; give a number >= 0 "
+            "(e.g. 7; 0 expires every snapshot no audit references)"
+        )
+    return days
+
+
+#: Hours an orphan file must be old before ``maintain`` deletes it when the lake
+#: has no write lock to hold (a PostgreSQL catalog: writers on other machines).
+ORPHAN_HOURS_WITHOUT_LOCK = 24
+
+
 def maintain(path: str | Path | Location | None, *, keep_days: float = 7.0) -> dict:
     """Merge adjacent small files, expire old snapshots (keeping those an audit
-    references and the current one), then delete files no snapshot needs."""
+    references and the current one), delete files no snapshot needs, and delete
+    orphan files (failed or killed writes left them; no snapshot ever listed them).
+
+    Everything runs holding the lake's write lock. Every ragledger writer holds
+    that lock from its first write to its commit (:func:`transaction`), so with
+    the lock held no file is waiting for a commit: every orphan is garbage. A
+    PostgreSQL catalog has no such lock (writers may run on other machines);
+    there only orphans older than ``ORPHAN_HOURS_WITHOUT_LOCK`` hours go.
+    """
+    keep_days = parse_keep_days(keep_days)
     location = path if isinstance(path, Location) else resolve(path)
     before = data_file_count(location)
     con = connect(location)
     try:
-        current = current_snapshot(con)
-        kept = {
-            int(row[0])
-            for row in con.execute(
-                "select distinct snapshot_id from analysis.audits "
-                "where snapshot_id is not null"
-            ).fetchall()
-        }
-        old = [
-            int(row[0])
-            for row in con.execute(
-                f"select snapshot_id from ducklake_snapshots('{LAKE_ALIAS}') "
-                "where snapshot_time < now() - to_microseconds("
-                "cast(? * 86400e6 as bigint))",
-                [keep_days],
-            ).fetchall()
-        ]
-        expire = sorted(s for s in old if s not in kept and s != current)
-        with transaction(con):
-            con.execute(f"call ducklake_merge_adjacent_files('{LAKE_ALIAS}')")
-        if expire:
-            con.execute(
-                f"call ducklake_expire_snapshots('{LAKE_ALIAS}', versions => ?)",
-                [expire],
-            )
-        con.execute(
-            f"call ducklake_cleanup_old_files('{LAKE_ALIAS}', cleanup_all => true)"
-        )
+        with write_lock(location):
+            report = _maintain_locked(con, location, keep_days)
     finally:
         con.close()
+    COMMITTED.add(location)
+    return {
+        **report,
+        "data files before": before,
+        "data files after": data_file_count(location),
+    }
+
+
+def _maintain_locked(
+    con: duckdb.DuckDBPyConnection, location: Location, keep_days: float
+) -> dict:
+    current = current_snapshot(con)
+    kept = {
+        int(row[0])
+        for row in con.execute(
+            "select distinct snapshot_id from analysis.audits "
+            "where snapshot_id is not null"
+        ).fetchall()
+    }
+    old = [
+        int(row[0])
+        for row in con.execute(
+            f"select snapshot_id from ducklake_snapshots('{LAKE_ALIAS}') "
+            "where snapshot_time < now() - to_microseconds("
+            "cast(? * 86400e6 as bigint))",
+            [keep_days],
+        ).fetchall()
+    ]
+    expire = sorted(s for s in old if s not in kept and s != current)
+    con.execute("begin transaction")
+    try:
+        con.execute(f"call ducklake_merge_adjacent_files('{LAKE_ALIAS}')")
+        con.execute("commit")
+    except BaseException:
+        with suppress(duckdb.Error):
+            con.execute("rollback")
+        raise
+    if expire:
+        con.execute(
+            f"call ducklake_expire_snapshots('{LAKE_ALIAS}', versions => ?)",
+            [expire],
+        )
+    con.execute(f"call ducklake_cleanup_old_files('{LAKE_ALIAS}', cleanup_all => true)")
+    if location.uses_sqlite:
+        orphans = con.execute(
+            f"call ducklake_delete_orphaned_files('{LAKE_ALIAS}', cleanup_all => true)"
+        ).fetchall()
+    else:
+        orphans = con.execute(
+            f"call ducklake_delete_orphaned_files('{LAKE_ALIAS}', older_than => "
+            f"now() - interval {ORPHAN_HOURS_WITHOUT_LOCK} hour)"
+        ).fetchall()
     return {
         "snapshots expired": len(expire),
         "snapshots kept for audits": len(kept),
-        "data files before": before,
-        "data files after": data_file_count(location),
+        "orphan files removed": len(orphans),
     }
 
 
@@ -125,69 +182,138 @@ for schema, name in rows:
 """
 
 
+def migration_target(old: Path) -> Path:
+    """Where ``migrate OLD.duckdb`` puts the lake by default: ``OLD.migrated.duckdb``
+    (its lake ``OLD.migrated.lake/``), beside OLD and never over it."""
+    return old.with_name(f"{old.stem}.migrated.duckdb")
+
+
 def migrate_single_file(
     old: Path, target: str | Path | None
 ) -> list[tuple[str, int, str]]:
     """Copy every raw and analysis table of a 0.1 warehouse file into a new lake.
 
     Returns ``(table, rows, content sha256)`` per table, checked equal between
-    the old file and the lake. The lake must not exist yet.
+    the old file and the lake. OLD is only read. The lake must not exist yet; it
+    is built under a hidden name beside its place and renamed there once every
+    table is checked, so a failed or killed migrate leaves no lake behind.
     """
-    location = resolve(target if target is not None else old)
-    if location.root.exists():
-        raise WarehouseError(
-            f"{location.root} already exists; point --db at a new location"
-        )
+    old = Path(old).absolute()
+    location = resolve(target if target is not None else migration_target(old))
+    for taken in (location.snapshot_file, location.root):
+        if taken.resolve() == old.resolve():
+            raise WarehouseError(
+                f"--db {target} would put the new warehouse over {old}; migrate "
+                f"never touches {old.name}: point --db at a new name, or leave it "
+                f"out (the lake goes to {migration_target(old)})"
+            )
+    for taken in (location.root, location.snapshot_file):
+        if taken.exists():
+            raise WarehouseError(
+                f"{taken} already exists (an earlier migrate?); use --db "
+                f"{location.snapshot_file}, or point --db at a new location"
+            )
+    remove_dead_partials(location.root)
     staging = Path(tempfile.mkdtemp(prefix="ragledger-migrate-"))
+    building = _building_location(location)
     try:
         _export_old(old, staging)
         files = sorted(staging.glob("*.parquet"))
         if not files:
             raise WarehouseError(f"{old}: no raw or analysis tables found")
-        con = connect(location)
-        try:
-            report = []
-            with transaction(con):
-                for file in files:
-                    schema, name = file.stem.split(".", 1)
-                    if name == "schema_migrations":
-                        continue
-                    source = f"read_parquet('{_sql(str(file))}')"
-                    wanted = [
-                        column
-                        for (column,) in con.execute(
-                            f"select column_name from (describe select * from {source})"
-                        ).fetchall()
-                    ]
-                    present = {
-                        column
-                        for (column,) in con.execute(
-                            "select column_name from duckdb_columns() where "
-                            "database_name = ? and schema_name = ? and table_name = ?",
-                            [LAKE_ALIAS, schema, name],
-                        ).fetchall()
-                    }
-                    if not present:
-                        raise WarehouseError(f"{old}: unknown table {schema}.{name}")
-                    columns = [c for c in wanted if c in present]
-                    names = ", ".join(f'"{c}"' for c in columns)
-                    con.execute(
-                        f'insert into {schema}."{name}" ({names}) '
-                        f"select {names} from {source}"
-                    )
-                    before = _content(con, source, columns)
-                    after = _content(con, f'{schema}."{name}"', columns)
-                    if before != after:
-                        raise WarehouseError(
-                            f"{schema}.{name}: content changed while copying "
-                            f"({before} != {after}); nothing was written"
-                        )
-                    report.append((f"{schema}.{name}", *after))
-        finally:
-            con.close()
-        return report
+        report = _copy_into_lake(old, files, building)
+        if building != location:
+            _move_lake(building, location)
+    except BaseException:
+        shutil.rmtree(building.root, ignore_errors=True)  # it did not exist before
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+def _building_location(location: Location) -> Location:
+    """A hidden lake beside ``location`` to build in (a SQLite catalog inside the
+    lake folder); other catalogs are built in place."""
+    if location.catalog_file is None or location.catalog_file.parent != location.root:
+        return location
+    root = location.root.with_name(f".{location.root.name}.{os.getpid()}.partial.lake")
+    data_path = location.data_path
+    if data_path == f"{location.root / 'files'}/":
+        data_path = f"{root / 'files'}/"
+    return Location(
+        root,
+        root.with_suffix(".duckdb"),
+        f"sqlite:{root / 'catalog.sqlite'}",
+        data_path,
+    )
+
+
+def _move_lake(building: Location, location: Location) -> None:
+    """Point the built catalog at its final data folder and rename it into place."""
+    COMMITTED.discard(building)
+    if building.data_path != location.data_path:
+        catalog = sqlite3.connect(building.catalog_file)
+        try:
+            catalog.execute(
+                "update ducklake_metadata set value = ? where key = 'data_path'",
+                [location.data_path],
+            )
+            catalog.commit()
+        finally:
+            catalog.close()
+    os.rename(building.root, location.root)
+    COMMITTED.add(location)
+
+
+def _copy_into_lake(
+    old: Path, files: list[Path], location: Location
+) -> list[tuple[str, int, str]]:
+    con = connect(location)
+    try:
+        report = []
+        with transaction(con):
+            for file in files:
+                schema, name = file.stem.split(".", 1)
+                if name == "schema_migrations":
+                    continue
+                report.append(_copy_table(con, old, file, schema, name))
+    finally:
+        con.close()
+    return report
+
+
+def _copy_table(
+    con: duckdb.DuckDBPyConnection, old: Path, file: Path, schema: str, name: str
+) -> tuple[str, int, str]:
+    source = f"read_parquet('{_sql(str(file))}')"
+    wanted = [
+        column
+        for (column,) in con.execute(
+            f"select column_name from (describe select * from {source})"
+        ).fetchall()
+    ]
+    present = {
+        column
+        for (column,) in con.execute(
+            "select column_name from duckdb_columns() where "
+            "database_name = ? and schema_name = ? and table_name = ?",
+            [LAKE_ALIAS, schema, name],
+        ).fetchall()
+    }
+    if not present:
+        raise WarehouseError(f"{old}: unknown table {schema}.{name}")
+    columns = [c for c in wanted if c in present]
+    names = ", ".join(f'"{c}"' for c in columns)
+    con.execute(f'insert into {schema}."{name}" ({names}) select {names} from {source}')
+    before = _content(con, source, columns)
+    after = _content(con, f'{schema}."{name}"', columns)
+    if before != after:
+        raise WarehouseError(
+            f"{schema}.{name}: content changed while copying "
+            f"({before} != {after}); nothing was written"
+        )
+    return (f"{schema}.{name}", *after)
 
 
 def _content(con: duckdb.DuckDBPyConnection, relation: str, columns: list[str]):

@@ -16,6 +16,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at i
 
 from generation.backends import BackendError, CallParameters, ChatResponse  # noqa: E402
 from warehouse.errors import WarehouseError  # noqa: E402
+from warehouse.redaction import redact_secrets  # noqa: E402
 
 _PLACEHOLDER_KEY = "not-needed"  # self-hosted servers that ignore the key
 
@@ -79,15 +80,15 @@ class LitellmBackend:
             response = litellm.completion(**request)
         except litellm.RateLimitError as error:
             raise BackendError(
-                _short(error), rate_limited=True, status_code=429
-            ) from error
+                _short(error, key), rate_limited=True, status_code=429
+            ) from None
         except Exception as error:  # litellm maps provider errors to many types
             status = getattr(error, "status_code", None)
             raise BackendError(
-                _short(error),
+                _short(error, key),
                 rate_limited=status == 429,
                 status_code=status if isinstance(status, int) else None,
-            ) from error
+            ) from None  # the chained error holds the request (and its key)
         return _to_response(response)
 
 
@@ -115,6 +116,8 @@ def _to_response(response: Any) -> ChatResponse:
     )
 
 
-def _short(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}"
+def _short(error: BaseException, key: str | None) -> str:
+    """The error's one-line text, the key and any URL userinfo redacted (an
+    endpoint's 401 body may echo the key; the text is stored with the attempt)."""
+    text = redact_secrets(f"{type(error).__name__}: {error}", [key])
     return text if len(text) <= 500 else text[:497] + "..."

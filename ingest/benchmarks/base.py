@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.errors import InputError
+from warehouse.files import not_utf8
 from warehouse.hashing import sha256_text
 
 POOL_SEPARATOR = "\n\n"
@@ -195,16 +196,22 @@ def read_json(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise InputError(f"cannot read: {error}", file=str(path)) from error
-    except UnicodeDecodeError as error:
-        raise InputError(f"not UTF-8: {error}", file=str(path)) from error
+    except UnicodeDecodeError:
+        raise not_utf8(path) from None  # names the line and character
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
+        hint = (
+            "; the file holds more than one JSON value (JSON Lines?), expected "
+            "one JSON document"
+            if error.msg == "Extra data"
+            else ""
+        )
         raise InputError(
-            f"not valid JSON: {error.msg} (column {error.colno})",
+            f"not valid JSON: {error.msg} (column {error.colno}){hint}",
             file=str(path),
             line=error.lineno,
-        ) from error
+        ) from None
 
 
 def read_jsonl(path: Path) -> list[tuple[int, Any]]:
@@ -222,13 +229,19 @@ def read_jsonl(path: Path) -> list[tuple[int, Any]]:
                 try:
                     rows.append((number, json.loads(line)))
                 except json.JSONDecodeError as error:
+                    hint = (
+                        "; the file looks like one JSON document, expected JSON "
+                        "Lines (one record per line)"
+                        if not rows and line.strip() in ("[", "{")
+                        else ""
+                    )
                     raise InputError(
-                        f"not valid JSON: {error.msg} (column {error.colno})",
+                        f"not valid JSON: {error.msg} (column {error.colno}){hint}",
                         file=str(path),
                         line=number,
-                    ) from error
-        except UnicodeDecodeError as error:
-            raise InputError(f"not UTF-8: {error}", file=str(path)) from error
+                    ) from None
+        except UnicodeDecodeError:
+            raise not_utf8(path) from None  # names the line and character
     return rows
 
 
@@ -243,8 +256,8 @@ def read_json_list(path: Path) -> list[tuple[int, Any]]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise InputError(f"cannot read: {error}", file=str(path)) from error
-    except UnicodeDecodeError as error:
-        raise InputError(f"not UTF-8: {error}", file=str(path)) from error
+    except UnicodeDecodeError:
+        raise not_utf8(path) from None  # names the line and character
     decoder = json.JSONDecoder()
     at = _skip_space(text, 0)
     if at < len(text) and text[at] == "{":

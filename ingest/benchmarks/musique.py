@@ -41,6 +41,7 @@ from ingest.benchmarks.base import (
     titled,
 )
 from ingest.benchmarks.policies import MUSIQUE_ALL20, MUSIQUE_FIRST8
+from warehouse.errors import InputError
 from warehouse.progress import NULL_PROGRESS, Progress
 
 NAME = "musique"
@@ -48,7 +49,18 @@ LOADER_VERSION = "musique/2"
 
 
 def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
-    """Read a MuSiQue JSONL file into a :class:`BenchmarkLoad`."""
+    """Read a MuSiQue JSONL file into a :class:`BenchmarkLoad`.
+
+    The published files are JSON Lines; a file that is one JSON value (a list or
+    an object) is refused rather than read as a few records.
+    """
+    if _is_json_list(path):
+        raise InputError(
+            "the file is one JSON list, expected MuSiQue's JSON Lines (one record "
+            "per line, as in musique_ans_v1.0_dev.jsonl)",
+            file=str(path),
+            line=1,
+        )
     rows = records(read_json_or_jsonl(path), path)
     keyed = [(record, item_id(record)) for record in rows]
     items = build_items(
@@ -68,6 +80,11 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
 
 
 UNANSWERABLE_SUFFIX = "#unanswerable"
+
+
+def _is_json_list(path: Path) -> bool:
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        return handle.read(1 << 12).lstrip().startswith("[")
 
 
 def answerable(record: Record) -> bool:

@@ -16,8 +16,8 @@ from ragledger.cli.common import database_path, error_handler
 from ragledger.cli.console import console, print_table
 from warehouse import lake, maintenance
 from warehouse.exports import export_parquet
-from warehouse.readers import reader_connection, run_query
 from warehouse.schema import schema_version
+from warehouse.sql_guard import reader_connection, run_query
 
 
 @click.command("init")
@@ -38,7 +38,8 @@ def init_command(ctx: click.Context) -> None:
     )
 
 
-@click.command("sql")
+# a query may start with a SQL comment ("-- ..."): not an option
+@click.command("sql", context_settings={"ignore_unknown_options": True})
 @click.argument("query")
 @click.option("--limit", default=200, show_default=True, help="Rows to print at most.")
 @click.option(
@@ -133,18 +134,34 @@ def export_group() -> None:
     help="Schemas to export (repeatable).",
 )
 @click.option("--at", "snapshot", type=int, default=None, help="Snapshot id to export.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help=(
+        "DIRECTORY holds other files: write the export's schema folders and "
+        "manifest.json beside them. Only what an earlier export wrote (listed, "
+        "unchanged, in its manifest.json) is replaced; nothing else is deleted "
+        "or overwritten."
+    ),
+)
 @click.pass_context
 @error_handler
 def export_parquet_command(
-    ctx: click.Context, directory: Path, schemas: tuple[str, ...], snapshot: int | None
+    ctx: click.Context,
+    directory: Path,
+    schemas: tuple[str, ...],
+    snapshot: int | None,
+    force: bool,
 ) -> None:
     """Write one snapshot as DIRECTORY/<schema>/<table>/*.parquet plus manifest.json.
 
     The matrix is partitioned by dataset; the folder appears whole (written
-    beside it and renamed into place) or not at all.
+    beside it and renamed into place) or not at all. DIRECTORY must be new,
+    empty or an earlier export (replaced whole); a non-empty folder needs
+    --force; a folder inside a lake, or holding one, is refused.
     """
     manifest = export_parquet(
-        database_path(ctx), directory, schemas=schemas, snapshot=snapshot
+        database_path(ctx), directory, schemas=schemas, snapshot=snapshot, force=force
     )
     rows = [
         (f"{entry['schema']}.{entry['table']}", entry["row_count"], len(entry["files"]))
@@ -157,16 +174,24 @@ def export_parquet_command(
 @click.command("maintain")
 @click.option(
     "--keep-days",
-    type=float,
-    default=7.0,
+    default="7",
     show_default=True,
-    help="Expire snapshots older than this (those an audit references are kept).",
+    help=(
+        "Expire snapshots older than this many days, a number >= 0 (those an "
+        "audit references are kept)."
+    ),
 )
 @click.pass_context
 @error_handler
-def maintain_command(ctx: click.Context, keep_days: float) -> None:
-    """Compact small data files and expire old snapshots."""
-    report = maintenance.maintain(database_path(ctx), keep_days=keep_days)
+def maintain_command(ctx: click.Context, keep_days: str) -> None:
+    """Compact small data files, expire old snapshots and remove orphan files.
+
+    Orphans are Parquet files no snapshot lists (left by failed or killed
+    writes); they are removed while holding the lake's write lock, so no
+    running job's uncommitted file is touched.
+    """
+    days = maintenance.parse_keep_days(keep_days)
+    report = maintenance.maintain(database_path(ctx), keep_days=days)
     for key, value in report.items():
         console.print(f"{key}: {value}")
 
@@ -178,15 +203,19 @@ def maintain_command(ctx: click.Context, keep_days: float) -> None:
 def migrate_command(ctx: click.Context, old: Path) -> None:
     """Convert a ragledger 0.1 single-file warehouse OLD into a lake.
 
-    The lake goes where --db points (default: beside OLD, OLD's name with
-    .lake); every raw table's row count and content hash are checked equal.
+    OLD is only read, never changed. The lake goes where --db points (default:
+    OLD.migrated.duckdb beside OLD, its lake OLD.migrated.lake/); every raw
+    table's row count and content hash are checked equal. A failed migrate
+    leaves no lake behind.
     """
-    target = database_path(ctx) or old
+    target = database_path(ctx)
     report = maintenance.migrate_single_file(old, target)
     print_table(
         ["table", "rows", "content sha256"],
         [(name, rows, digest[:16]) for name, rows, digest in report],
     )
+    made = lake.resolve(target or maintenance.migration_target(old.absolute()))
+    console.print(f"warehouse {made.root}: use --db {made.snapshot_file}")
 
 
 COMMANDS: list[click.Command] = [

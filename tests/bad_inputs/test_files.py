@@ -11,9 +11,12 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from ingest.matrix import COLUMNS as MATRIX_COLUMNS
 
 DATASET = "hotpotqa-demo-100"
+REPO = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------- helpers
 
@@ -391,4 +394,76 @@ def test_replay_audit_on_a_records_jsonl_with_bad_bytes_or_json(assert_refused, 
         str(bad_json),
         where=f"{bad_json}:6",
         pattern="not valid JSON",
+    )
+
+
+# ------------------------------------------- benchmark files of the wrong shape (issue 22)
+
+MUSIQUE = REPO / "tests" / "ingest" / "fixtures" / "musique" / "data"
+
+
+def _hotpot_record(n: int) -> dict:
+    return {
+        "_id": f"hp-{n}",
+        "question": f"Which title is number {n}?",
+        "answer": "T",
+        "type": "bridge",
+        "level": "easy",
+        "supporting_facts": [["T", 0]],
+        "context": [["T", ["First sentence.", " Second one."]]],
+    }
+
+
+def test_a_hotpotqa_file_that_is_not_utf8_names_the_line(assert_refused, tmp_path):
+    path = tmp_path / "hotpot_dev_distractor_v1.json"
+    text = json.dumps([_hotpot_record(n) for n in range(3)], indent=1)
+    lines = text.encode().splitlines(keepends=True)
+    bad = next(i for i, line in enumerate(lines) if b"number 2?" in line)
+    lines[bad] = lines[bad].replace(b"number 2?", b"number 2\xff?")
+    path.write_bytes(b"".join(lines))
+    assert_refused(
+        "ingest",
+        "benchmark",
+        "hotpotqa",
+        str(path),
+        where=f"{path}:{bad + 1}",
+        pattern="not valid UTF-8 .*byte 0xff",
+    )
+
+
+@pytest.mark.parametrize("shape", ["list", "pretty list", "object"])
+def test_a_musique_file_of_the_wrong_top_level_type(assert_refused, tmp_path, shape):
+    records = [
+        json.loads(line)
+        for line in (MUSIQUE / "musique_full_v1.0_dev.jsonl").read_text().splitlines()
+    ]
+    records.append({**records[0], "id": "2hop__1_2"})
+    assert len(records) == 3
+    path = tmp_path / "musique_ans_v1.0_dev.jsonl"
+    if shape == "object":
+        path.write_text(json.dumps({"data": records}, indent=1))
+    else:
+        path.write_text(
+            json.dumps(records, indent=1 if shape == "pretty list" else None)
+        )
+    assert_refused(
+        "ingest",
+        "benchmark",
+        "musique",
+        str(path),
+        where=f"{path}:1",
+        pattern="JSON Lines",
+    )
+
+
+def test_a_json_loader_given_json_lines_says_so(assert_refused, tmp_path):
+    path = tmp_path / "verified-web-dev.json"
+    path.write_text('{"Data": []}\n{"Data": []}\n')
+    assert_refused(
+        "ingest",
+        "benchmark",
+        "triviaqa",
+        str(path),
+        where=f"{path}:2",
+        pattern="JSON Lines",
     )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import http.server
+import json
+import threading
+
 import pytest
 
 from generation.backends import BackendError, CallParameters, make_backend
@@ -104,3 +108,83 @@ def test_local_backend_is_greedy_and_deterministic():
     assert first.provider == "local" and first.cost_usd == 0.0
     assert first.finish_reason in ("stop", "length")
     assert 0 < first.completion_tokens <= 12
+
+
+# ------------------------------------------- an endpoint that echoes the key (issue 22)
+
+_KEY = "sk-live-0123456789abcdefSECRET"
+
+
+class _EchoKeyHandler(http.server.BaseHTTPRequestHandler):
+    """A 401 whose body repeats the Authorization header, as some providers do."""
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        sent = self.headers.get("Authorization", "")
+        body = json.dumps(
+            {
+                "error": {
+                    "message": f"Incorrect API key provided: {sent.split()[-1]}. "
+                    f"You sent '{sent}' to https://user:{sent.split()[-1]}@host/v1",
+                    "type": "invalid_request_error",
+                }
+            }
+        ).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def echo_key_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoKeyHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_echoed_key_is_redacted_before_it_is_stored(
+    con, echo_key_server, tmp_path, monkeypatch
+):
+    from generation.readers import load_reader_config
+    from generation.runner import replay
+
+    monkeypatch.setenv("RAGLEDGER_ECHO_KEY", _KEY)
+    config = tmp_path / "readers.yaml"
+    config.write_text(
+        "readers:\n  leaky:\n    model: openai/leaky\n    family: leaky\n"
+        f"    api_base: {echo_key_server}\n    api_key_env: RAGLEDGER_ECHO_KEY\n"
+        "    parameters: {max_tokens: 8}\n"
+    )
+    reader = load_reader_config(config).reader("leaky")
+    with pytest.raises(BackendError) as direct:
+        reader.make_backend().complete(MESSAGES, CallParameters())
+    assert direct.value.status_code == 401
+    assert _KEY not in str(direct.value) and "[redacted]" in str(direct.value)
+    assert direct.value.__cause__ is None  # the request (with its key) is not chained
+    fast = RetryPolicy(max_attempts=2, rate_limit_retries=0, backoff_base_s=0.0)
+    summary = replay(
+        con, "hotpotqa-demo-100", [reader], ["raw"], limit=1, concurrency=1, retry=fast
+    )
+    assert summary.failed == 1
+    stored = {
+        table: con.execute(
+            f"select list(cast(t as varchar)) from raw.{table} t "
+            "where cast(t as varchar) like '%leaky%' or cast(t as varchar) like '%401%'"
+        ).fetchone()[0]
+        or []
+        for table in ("generation_attempts", "generations", "readers")
+    }
+    assert stored["generation_attempts"] and stored["generations"]
+    for table, rows in stored.items():
+        for row in rows:
+            assert _KEY not in row, table
+            assert _KEY[:12] not in row, table
+    assert any("[redacted]" in row for row in stored["generation_attempts"])

@@ -178,3 +178,113 @@ def test_a_yaml_syntax_error_is_one_line_with_line_and_character(tmp_path):
         load_reader_config(path)
     assert str(caught.value).startswith(f"{path}:4:4: cannot parse reader config: ")
     assert "\n" not in str(caught.value)
+
+
+# ------------------------------------------------ no key in a stored field (issue 22)
+
+_SECRET = "sk-or-v1-0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    ("definition", "line", "field", "env"),
+    [
+        (
+            f"    parameters:\n      extra: {{api_key: {_SECRET}}}\n",
+            5,
+            "parameters.extra.api_key",
+            "OPENROUTER_API_KEY",
+        ),
+        (
+            f"    parameters:\n      extra:\n        extra_headers:\n"
+            f"          Authorization: Bearer {_SECRET}\n",
+            7,
+            "parameters.extra.extra_headers.Authorization",
+            "OPENROUTER_API_KEY",
+        ),
+        (
+            f"    api_key_env: MY_KEY\n    parameters:\n      extra:\n"
+            f"        X-Api-Key: {_SECRET}\n",
+            7,
+            "parameters.extra.X-Api-Key",
+            "MY_KEY",
+        ),
+        (
+            f"    api_base: https://me:{_SECRET}@llm.example.com/v1\n",
+            4,
+            "api_base",
+            "OPENROUTER_API_KEY",
+        ),
+        (
+            f"    api_base: https://llm.example.com/v1?api_key={_SECRET}\n",
+            4,
+            "api_base",
+            "OPENROUTER_API_KEY",
+        ),
+        (f"    api_key: {_SECRET}\n", 4, "api_key", "OPENROUTER_API_KEY"),
+    ],
+)
+def test_a_key_in_a_stored_field_is_refused(tmp_path, definition, line, field, env):
+    path = tmp_path / "readers.yaml"
+    path.write_text(
+        "readers:\n  hosted:\n    model: openrouter/qwen/qwen-2.5-7b-instruct\n"
+        + definition
+    )
+    with pytest.raises(InputError) as refused:
+        load_reader_config(path)
+    message = str(refused.value)
+    assert message.startswith(f"{path}:{line}: reader 'hosted': {field} ")
+    assert f"api_key_env: {env}" in message
+    assert _SECRET not in message
+
+
+def test_a_judge_key_is_refused_and_ordinary_options_pass(tmp_path):
+    path = tmp_path / "readers.yaml"
+    path.write_text(
+        "readers:\n  ok:\n    model: openai/x\n    api_base: http://127.0.0.1:8011/v1\n"
+        "    parameters:\n      extra: {max_completion_tokens: 5, top_k: 1, "
+        "response_format: {type: text}, cache_key: abc}\n"
+        "judges:\n  j:\n    model: openai/gpt-4.1-mini\n    parameters:\n"
+        f"      extra: {{openai_api_key: {_SECRET}}}\n"
+    )
+    with pytest.raises(
+        InputError, match=r":11: judge 'j': parameters.extra.openai_api_key"
+    ):
+        load_reader_config(path)
+    path.write_text(path.read_text().split("judges:")[0])
+    assert load_reader_config(path).reader("ok").params.extra["top_k"] == 1
+
+
+def test_replay_refuses_a_config_with_a_key_in_one_line(tmp_path):
+    """As a user runs it: the key is refused before any warehouse or endpoint."""
+    import subprocess
+
+    from tests.warehouse.lake_support import RAGLEDGER, REPO, cli_env
+
+    config = tmp_path / "readers.yaml"
+    config.write_text(
+        "readers:\n  hosted:\n    model: openrouter/qwen/qwen-2.5-7b-instruct\n"
+        f"    api_base: https://me:{_SECRET}@llm.example.com/v1\n"
+    )
+    done = subprocess.run(
+        [
+            str(RAGLEDGER),
+            "--db",
+            str(tmp_path / "w.duckdb"),
+            "replay",
+            "--dataset",
+            "d",
+            "--readers",
+            "hosted",
+            "--config",
+            str(config),
+        ],
+        cwd=REPO,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "api_key_env: OPENROUTER_API_KEY" in done.stderr
+    assert _SECRET not in done.stderr
+    assert list(tmp_path.iterdir()) == [config]

@@ -8,7 +8,7 @@ until the file STOP exists, appending one JSON line per poll to OUT:
                 (ARG: that JSON file), a fresh DuckDB connection every 10th poll
 ``sqlalchemy``  duckdb-engine with the recipe's url, connect_args and
                 on_connect statements run in the ``connect`` event (pooled)
-``ibis``        ``warehouse.readers.ibis_connection`` (ARG: --db), fresh every 10th
+``ibis``        ``warehouse.sql_guard.ibis_connection`` (ARG: --db), fresh every 10th
 ``ibis_recipe`` the recipe's ibis snippet, run once; polls on that backend
 ``held``        one connection (attach recipe) with a partially fetched result
                 held open for the whole run; at the end the rest of the result
@@ -98,7 +98,7 @@ def make_poll(mode: str, arg: str | None, record):
 
         return poll
     if mode == "ibis":
-        from warehouse.readers import ibis_connection
+        from warehouse.sql_guard import ibis_connection
 
         state = {"backend": None, "polls": 0}
 

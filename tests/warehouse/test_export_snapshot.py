@@ -190,7 +190,7 @@ def test_panel_on_a_second_ibis_backend_has_the_same_fingerprint(exported):
     import ibis
 
     from analysis.panel import read_panel
-    from warehouse.readers import ibis_connection
+    from warehouse.sql_guard import ibis_connection
 
     db, out = exported
     manifest = json.loads((out / "manifest.json").read_text())

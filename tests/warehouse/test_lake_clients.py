@@ -102,7 +102,7 @@ def test_duckdb_cli_opens_the_snapshot_file_and_lists_every_mart(lake, marts, re
 def test_ibis_lists_tables_on_the_lake_and_on_the_snapshot_file(lake, marts, recipes):
     import ibis
 
-    from warehouse.readers import ibis_connection
+    from warehouse.sql_guard import ibis_connection
 
     backend = ibis_connection(lake)
     try:

@@ -11,13 +11,21 @@ the old file and from the lake by an outside client.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
+import subprocess
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from tests.warehouse.lake_support import outside_connection, ragledger
+from tests.warehouse.lake_support import (
+    RAGLEDGER,
+    REPO,
+    cli_env,
+    outside_connection,
+    ragledger,
+)
 
 FIXTURES = Path(__file__).with_name("fixtures") / "v0_1"
 #: Values the 0.1 CHECK constraints accept, by column name.
@@ -135,6 +143,17 @@ def _content(con, relation: str, columns: list[str]) -> tuple[int, str]:
     return int(rows), str(digest)
 
 
+def _bytes(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _bare_ragledger(*args: str) -> subprocess.CompletedProcess:
+    """``ragledger ARGS`` without ``--db`` (the command's own defaults)."""
+    return subprocess.run(
+        [str(RAGLEDGER), *args], cwd=REPO, env=cli_env(), capture_output=True, text=True
+    )
+
+
 def test_migrate_keeps_every_row_of_every_table(tmp_path):
     old = tmp_path / "old.duckdb"
     layout = build_v0_1(old)
@@ -147,11 +166,14 @@ def test_migrate_keeps_every_row_of_every_table(tmp_path):
     finally:
         con.close()
     assert all(rows == 3 for rows, _ in before.values())
+    untouched = _bytes(old)
 
-    done = ragledger(old, "migrate", str(old))
+    new = tmp_path / "new.duckdb"
+    done = ragledger(new, "migrate", str(old))
     assert "raw.matrix_rows" in done.stdout
+    assert _bytes(old) == untouched
 
-    con = outside_connection(old)
+    con = outside_connection(new)
     try:
         for name, columns in layout.items():
             if name == "raw.schema_migrations":
@@ -160,8 +182,66 @@ def test_migrate_keeps_every_row_of_every_table(tmp_path):
     finally:
         con.close()
     # the lake is a working warehouse: its schema is current and sql reads it
-    rows = ragledger(old, "sql", "--format", "csv", "select count(*) from raw.policies")
+    rows = ragledger(new, "sql", "--format", "csv", "select count(*) from raw.policies")
     assert rows.stdout.split()[-1] == "3"
+    assert _bytes(old) == untouched
+
+
+def test_migrate_never_touches_old(tmp_path):
+    """Issue 22: ``migrate OLD`` replaced OLD with the new lake's snapshot file."""
+    old = tmp_path / "old.duckdb"
+    build_v0_1(old)
+    con = duckdb.connect(str(old))
+    con.execute("create table main.my_notes as select 'mine' as note")  # the user's own
+    con.close()
+    untouched = _bytes(old)
+    # --db OLD would publish the lake's snapshot file over OLD: refused
+    refused = ragledger(old, "migrate", str(old), check=False)
+    assert refused.returncode == 1 and "never touches" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.duckdb"]
+    # the default target is a new name beside OLD
+    done = _bare_ragledger("migrate", str(old))
+    assert done.returncode == 0, done.stderr
+    assert _bytes(old) == untouched
+    con = duckdb.connect(str(old), read_only=True)
+    assert con.execute("select note from main.my_notes").fetchall() == [("mine",)]
+    con.close()
+    assert (tmp_path / "old.migrated.lake" / "catalog.sqlite").exists()
+    assert str(tmp_path / "old.migrated.duckdb") in done.stdout
+    rows = ragledger(
+        tmp_path / "old.migrated.duckdb",
+        "sql",
+        "--format",
+        "csv",
+        "select count(*) from raw.matrix_rows",
+    )
+    assert rows.stdout.split()[-1] == "3"
+    assert _bytes(old) == untouched
+
+
+def test_a_failed_migrate_leaves_nothing_and_a_rerun_works(tmp_path):
+    old = tmp_path / "old.duckdb"
+    build_v0_1(old)
+    con = duckdb.connect(str(old))
+    con.execute("create table raw.not_in_the_schema as select 1 as x")
+    con.close()
+    new = tmp_path / "new.duckdb"
+    failed = ragledger(new, "migrate", str(old), check=False)
+    assert failed.returncode == 1 and "not_in_the_schema" in failed.stderr
+    assert len(failed.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.duckdb"]
+    con = duckdb.connect(str(old))
+    con.execute("drop table raw.not_in_the_schema")
+    con.close()
+    ragledger(new, "migrate", str(old))
+    rows = ragledger(new, "sql", "--format", "csv", "select count(*) from raw.policies")
+    assert rows.stdout.split()[-1] == "3"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "new.duckdb",
+        "new.lake",
+        "old.duckdb",
+    ]
 
 
 def test_migrate_refuses_an_existing_lake_and_sql_names_migrate(tmp_path):
@@ -170,8 +250,9 @@ def test_migrate_refuses_an_existing_lake_and_sql_names_migrate(tmp_path):
     refused = ragledger(old, "sql", "select 1", check=False)
     assert refused.returncode != 0 and "ragledger migrate" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    ragledger(old, "migrate", str(old))
-    again = ragledger(old, "migrate", str(old), check=False)
+    new = tmp_path / "new.duckdb"
+    ragledger(new, "migrate", str(old))
+    again = ragledger(new, "migrate", str(old), check=False)
     assert again.returncode != 0 and "already exists" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
 

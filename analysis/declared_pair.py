@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from analysis.bootstrap import SeedLike, generator, row_indices
+from analysis.gap_rule import separated
 from analysis.mcnemar import exact_pvalues
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 
@@ -172,7 +173,7 @@ def outcome_label(
     threshold: float,
 ) -> str:
     """ragscale's outcome, checked in its order."""
-    if not abs(raw_upgrade) >= gap:
+    if not separated(raw_upgrade, gap):
         return OUTCOMES[0]
     if raw_upgrade * compressed_upgrade < 0:
         return OUTCOMES[1]
@@ -206,7 +207,7 @@ def direction_notes(
     direction: str, raw_upgrade: float, retention: float, outcome: str, *, gap: float
 ) -> list[str]:
     """One sentence for a declared downgrade whose raw gap is at least ``gap``."""
-    if direction != "downgrade" or not abs(raw_upgrade) >= gap:
+    if direction != "downgrade" or not separated(raw_upgrade, gap):
         return []
     share = f"{100 * retention:.1f}%" if np.isfinite(retention) else "not admissible"
     return [
@@ -261,7 +262,7 @@ def pair_bootstrap(
     indices = row_indices(generator(seed), n, draws)
     raw_up = (b_raw[indices] - a_raw[indices]).mean(axis=1)
     comp_up = (b_comp[indices] - a_comp[indices]).mean(axis=1)
-    keep = np.abs(raw_up) >= gap
+    keep = separated(raw_up, gap)
     ratios = comp_up[keep] / raw_up[keep]
     return (
         percentile_interval(raw_up, level),
@@ -297,7 +298,7 @@ def slices(
                 continue
             raw_up = float(raw_diff[mask].mean())
             comp_up = float(comp_diff[mask].mean())
-            retention = comp_up / raw_up if abs(raw_up) >= gap else None
+            retention = comp_up / raw_up if separated(raw_up, gap) else None
             item = {
                 "metric": data.metric,
                 "field": name,
@@ -375,7 +376,7 @@ def declared_pair(
     candidate_raw, candidate_comp = float(b_raw.mean()), float(b_comp.mean())
     raw_up = candidate_raw - current_raw
     comp_up = candidate_comp - current_comp
-    if abs(raw_up) >= gap:
+    if separated(raw_up, gap):
         retention = comp_up / raw_up
     else:
         retention = float("nan")

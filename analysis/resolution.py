@@ -3,9 +3,8 @@
 Notes
 -----
 For a pair oriented so b has the higher raw mean, with raw upgrade
-``mu_b - mu_a >= gap`` (the gap rule of :func:`analysis.splits.separated`: a
-difference of the two reader means, so ``0.35 - 0.30 = 0.04999999999999999``
-is below 5pp here exactly as in the flips) and retention
+``mu_b - mu_a >= gap`` (the gap rule of :mod:`analysis.gap_rule`, exact on
+k/n scores, so ``0.35 - 0.30`` is 5pp here exactly as in the flips) and retention
 ``rho = (muc_b - muc_a) / (mu_b - mu_a) > 0``: ``D_i = score_b,i - score_a,i`` and
 ``n-ratio = Var(D_comp) / Var(D_raw) / rho^2`` (ddof = 1), the factor by which
 the question count must grow for the compressed comparison to regain the raw

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from analysis.gap_rule import meets_gap
 from analysis.bootstrap import (
     SeedLike,
     counts_from_indices,
@@ -92,7 +93,7 @@ def endpoint_retention(
     if len(readers) < 2:
         rho = float("nan")
         reasons["retention"] = "fewer than two readers"
-    elif d_raw < gap:
+    elif not meets_gap(d_raw, gap):
         rho = float("nan")
         reasons["retention"] = (
             f"raw endpoint gap {d_raw:.4f} is below the minimum {gap:g}"
@@ -224,7 +225,7 @@ def retention_bootstrap(
     rng = generator(seed)
     (mu_raw, mu_comp), present = resampled_means(rng, [raw, comp], families, draws)
     weak, strong, d_raw, d_comp = endpoint_draws(mu_raw, mu_comp, present)
-    keep = d_raw >= gap
+    keep = meets_gap(d_raw, gap)
     rho = d_comp[keep] / d_raw[keep]
     full_weak, full_strong = int(np.argmin(raw.mean(1))), int(np.argmax(raw.mean(1)))
     same_pair = (weak == full_weak) & (strong == full_strong)

@@ -14,13 +14,12 @@ differences of those means; the per-statistic kernels (``flips``,
 Reader pairs are the upper triangle ``(i, j), i < j`` (row-major); a pair's
 difference is ``mean_j - mean_i``.
 
-**The gap rule** (one rule for every gap test in the split pass, the
-full-sample flips and the full-sample resolution cost, ragscale's): a pair is
-separated when ``|mean_j - mean_i| >= gap``, where each mean is that reader's
-float64 ``sum / count`` over the rows concerned and the difference is one
-float64 subtraction of the two means (not the mean of the paired
-differences, which can round to the other side of ``gap``; e.g.
-``0.35 - 0.30 = 0.04999999999999999`` is *not* separated at 5pp).
+**The gap rule** (:mod:`analysis.gap_rule`, one rule for every gap test of
+every statistic): a pair is separated when ``|mean_j - mean_i| >= gap``, where
+each mean is that reader's float64 ``sum / count`` over the rows concerned,
+the difference is one float64 subtraction of the two means, and the
+comparison is exact on k/n scores (``0.35 - 0.30 = 0.04999999999999999`` *is*
+separated at 5pp).
 See :func:`separated`.
 
 Exactness: half means are ``sum / size``. For 0/1 scores the sums are exact
@@ -44,6 +43,7 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
+from analysis.gap_rule import separated as gap_separated
 from analysis.results import (
     Interval,
     ResultMixin,
@@ -67,8 +67,8 @@ SPREAD_TOLERANCE = 1e-12
 
 
 def separated(difference: np.ndarray, gap: float) -> np.ndarray:
-    """The gap rule: ``|mean_j - mean_i| >= gap`` on a difference of float64 means."""
-    return np.abs(difference) >= gap
+    """The gap rule (:mod:`analysis.gap_rule`): ``|mean_j - mean_i| >= gap``, exact on k/n scores."""
+    return np.asarray(gap_separated(difference, gap))
 
 
 def permutations(rng: np.random.Generator, n: int, count: int) -> np.ndarray:

@@ -20,6 +20,25 @@ from scipy.stats import binom, chi2
 # ---------------------------------------------------------------- shared helpers
 
 
+def at_least_gap(difference, gap):
+    """``difference >= gap`` read as the exact statement about scores that are k/n.
+
+    docs/statistics.md section 0: a difference of two means of k/n scores is
+    compared as the fraction it stands for, not as its float64 rounding. Written
+    independently of the code's tolerance: near the gap the float difference is
+    replaced by the nearest fraction with denominator at most 10**6 (exactly
+    ``(k_j - k_i) / n`` for n <= 10**6, the float error being ~1e-16) and compared
+    with the decimal gap as a fraction (``Fraction("0.05") == 1/20``).
+    """
+    d = float(difference)
+    if not math.isfinite(d):
+        return False
+    if abs(d - gap) > 1e-9:
+        return d > gap
+    return Fraction(d).limit_denominator(10**6) >= Fraction(repr(float(gap)))
+
+
+
 def mean(values):
     values = list(values)
     return sum(values) / len(values)
@@ -248,7 +267,7 @@ def endpoint(raw, comp, readers, *, gap):
     strong = max(range(len(mu_raw)), key=lambda r: (mu_raw[r], -r))
     raw_span = mu_raw[strong] - mu_raw[weak]
     comp_span = mu_comp[strong] - mu_comp[weak]
-    retention = comp_span / raw_span if len(readers) >= 2 and raw_span >= gap else None
+    retention = comp_span / raw_span if len(readers) >= 2 and at_least_gap(raw_span, gap) else None
     if retention is None:
         label = "undefined"
     elif retention >= 1:
@@ -295,7 +314,7 @@ def retention_bootstrap(raw, comp, families, *, gap, draws, seed):
         weak = min(present, key=lambda r: (mu_raw[r], r))
         strong = max(present, key=lambda r: (mu_raw[r], -r))
         d_raw = mu_raw[strong] - mu_raw[weak]
-        if d_raw >= gap:
+        if at_least_gap(d_raw, gap):
             kept.append((mu_comp[strong] - mu_comp[weak]) / d_raw)
             same += (weak, strong) == (full["weak_index"], full["strong_index"])
     return {
@@ -345,7 +364,7 @@ def _opposite(a, b):
 
 def _retention_on(raw_means, comp_means, lo, hi, gap):
     d_r = raw_means[hi] - raw_means[lo]
-    if d_r >= gap:
+    if at_least_gap(d_r, gap):
         return (comp_means[hi] - comp_means[lo]) / d_r
     return None
 
@@ -406,7 +425,7 @@ def split_pass(
         eligible, raw_rev, comp_rev = {}, {}, {}
         for i, j in pairs:
             d_s = rs[j] - rs[i]
-            ok = abs(d_s) >= gap
+            ok = at_least_gap(abs(d_s), gap)
             if ok and mcnemar_filter:
                 b, c = discordant(raw[i], raw[j], S)
                 ok = mcnemar_p(b, c) < 0.05
@@ -666,7 +685,7 @@ def full_sample_flips(raw, comp, *, gap):
     eligible = reversed_ = 0
     for i, j in combinations(range(raw.shape[0]), 2):
         d = mu_raw[j] - mu_raw[i]
-        if abs(d) >= gap:
+        if at_least_gap(abs(d), gap):
             eligible += 1
             reversed_ += _opposite(d, mu_comp[j] - mu_comp[i])
     return eligible, reversed_
@@ -794,7 +813,7 @@ def resolution(raw, comp, *, gap, raw_tokens=None, comp_tokens=None):
     for i, j in combinations(range(m), 2):
         a, b = (j, i) if mu[j] < mu[i] else (i, j)
         up_raw, up_comp = mu[b] - mu[a], mu_c[b] - mu_c[a]
-        if not up_raw >= gap:
+        if not at_least_gap(up_raw, gap):
             continue
         eligible += 1
         rho = up_comp / up_raw
@@ -867,7 +886,7 @@ def flip_medians(raw, comp, *, gap, splits, rng):
         e = raw_rev = comp_rev = both_rev = 0
         for i, j in combinations(range(m), 2):
             d_s = rs[j] - rs[i]
-            if not abs(d_s) >= gap:
+            if not at_least_gap(abs(d_s), gap):
                 continue
             e += 1
             raw_rev += _opposite(d_s, rt[j] - rt[i])
@@ -900,8 +919,8 @@ def declared_pair(a_raw, a_comp, b_raw, b_comp, *, gap, threshold, draws, seed):
     current_raw, current_comp = float(np.mean(a_raw)), float(np.mean(a_comp))
     candidate_raw, candidate_comp = float(np.mean(b_raw)), float(np.mean(b_comp))
     raw_up, comp_up = candidate_raw - current_raw, candidate_comp - current_comp
-    retention = comp_up / raw_up if abs(raw_up) >= gap else None
-    if not abs(raw_up) >= gap:
+    retention = comp_up / raw_up if at_least_gap(abs(raw_up), gap) else None
+    if not at_least_gap(abs(raw_up), gap):
         outcome = "insufficient-raw-separation"
     elif raw_up * comp_up < 0:
         outcome = "observed-order-reversed"
@@ -917,7 +936,7 @@ def declared_pair(a_raw, a_comp, b_raw, b_comp, *, gap, threshold, draws, seed):
         up_c = float(np.mean([b_comp[i] - a_comp[i] for i in idx]))
         ups_raw.append(up_r)
         ups_comp.append(up_c)
-        if abs(up_r) >= gap:
+        if at_least_gap(abs(up_r), gap):
             ratios.append(up_c / up_r)
     out = {
         "rows": n,

@@ -71,6 +71,25 @@ def _ties_panel():
     return raw, comp, readers, [f"fam{k % 6}" for k in range(m)]
 
 
+def _boundary_panel():
+    """4 readers x 200 rows, raw means 0.30, 0.30, 0.35, 0.35: in float64
+    ``0.35 - 0.30 = 0.04999999999999999``, so every gap test sits on the boundary.
+
+    The endpoints, the declared pair (1 -> 2) and the full-sample pairs are
+    exactly 5pp apart; halves of 100 rows make split differences k/100, so many
+    split pairs (and bootstrap draws of 200 rows) are exactly 5pp apart too.
+    Before the gap rule was exact every one of them was left out.
+    """
+    rng = np.random.default_rng(21)
+    m, n = 4, 200
+    raw = np.zeros((m, n))
+    for r, count in enumerate((60, 60, 70, 70)):
+        raw[r, rng.choice(n, count, replace=False)] = 1
+    comp = np.where(rng.random((m, n)) < 0.2, 1 - raw, raw)
+    assert raw[2].mean() - raw[1].mean() < 0.05  # the float difference
+    return raw, comp, ["b0", "b1", "b2", "b3"], ["f0", "f1", "f2", "f0"]
+
+
 def _identical_panel():
     rng = np.random.default_rng(900)
     raw = np.tile((rng.random(100) < 0.3).astype(float), (9, 1))
@@ -108,6 +127,13 @@ def _cases():
         Case("identical-9x100", _panel("identical-9x100", *_identical_panel()), small),
         # the smallest panel with a three-reader screen
         Case("binary-3x120", _panel("binary-3x120", *b3), small),
+        Case(
+            "boundary-4x200",
+            _panel("boundary-4x200", *_boundary_panel(), tokens=True),
+            AuditSettings(
+                draws=60, splits=60, null_draws=20, null_splits=20, sensitivity=True
+            ),
+        ),
     ]
 
 
@@ -337,7 +363,7 @@ def test_split_pass(name):
             assert_same(name, f"split.{block}.{key}", value, tol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["ties-20x300", "continuous-12x200"])
+@pytest.mark.parametrize("name", ["ties-20x300", "continuous-12x200", "boundary-4x200"])
 def test_sensitivity_replays(name):
     case = CASES[name]
     s, p = case.settings, case.panel
@@ -543,7 +569,7 @@ def test_replay_fields_and_warnings(name):
     assert doc.get("declared_pairs", []) == []
 
 
-@pytest.mark.parametrize("name", ["binary-8x100", "continuous-12x200"])
+@pytest.mark.parametrize("name", ["binary-8x100", "continuous-12x200", "boundary-4x200"])
 def test_declared_pair(name):
     case = CASES[name]
     p, s = case.panel, case.settings

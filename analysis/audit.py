@@ -44,7 +44,7 @@ from analysis.selection import SelectionResult
 from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings, InvalidSetting
 from analysis.store import audit_key, table_rows, write_tables
 from analysis.summary_json import SCHEMA_VERSION, dumps, summary
-from analysis.token_ratios import token_ratios
+from analysis.token_ratios import token_kind, token_ratios
 from analysis.transitions import rescue_damage
 from analysis.version import CODE_VERSION
 from warehouse.progress import NULL_PROGRESS, Progress
@@ -119,8 +119,9 @@ def audit_panel(
             ).flips  # fmt: skip
     transitions = rescue_damage(raw, comp, readers)
     resolution = resolution_cost(
-        raw, comp, raw_tokens=panel.raw_tokens, comp_tokens=panel.comp_tokens, gap=s.gap
-    )
+        raw, comp, raw_tokens=panel.raw_tokens, comp_tokens=panel.comp_tokens, gap=s.gap,
+        token_counts=token_kind(panel),
+    )  # fmt: skip
     nulls = []
     if s.nulls:
         progress.start(None, "nulls")

@@ -6,12 +6,12 @@ Point estimates follow ragscale 0.5.1 exactly: ``upgrade = mean(b) - mean(a)``
 (difference of means), ``retention = compressed / raw`` when ``|raw| >= gap``
 (absolute value, so a negative raw upgrade still gets a ratio), and the outcome
 label in the order insufficient-raw-separation, observed-order-reversed,
-observed-upgrade-attenuated, observed-upgrade-preserved. Those fields keep
-ragscale's names and values for parity; beside them ``raw_direction`` says
-whether the declared pair is an upgrade or a downgrade (sign of the raw
-upgrade), ``directional_outcome`` names a downgrade as one
-(``observed-downgrade-attenuated`` where ragscale says
-``observed-upgrade-attenuated``) and ``notes`` says so in a sentence. The row bootstrap
+observed-upgrade-attenuated, observed-upgrade-preserved (``ragscale_outcome``).
+ragscale applies that rule to ``|raw upgrade|`` and so calls a declared
+downgrade an attenuated *upgrade*; ``outcome`` is the label read in the pair's
+direction (``observed-downgrade-attenuated`` for a downgrade, as the endpoint
+retention labels name what the ratio measures), ``raw_direction`` is the sign
+of the raw upgrade and ``notes`` says so in a sentence. The row bootstrap
 draws one ``rng.integers(0, n, size=(draws, n))`` matrix from
 ``default_rng(seed)``, shares it by all four arrays and takes per draw the mean
 of the paired differences; ragscale's seed is ``run.seed + metric index``.
@@ -85,7 +85,7 @@ class DeclaredPairResult(ResultMixin):
     candidate_rescue: float | None
     candidate_damage: float | None
     retention_alert_threshold: float
-    outcome: str
+    outcome: str  # ragscale's rule read in the pair's direction
     slices: list[dict[str, Any]]
     changed_examples: list[dict[str, Any]]
     raw_mcnemar_p: float | None
@@ -95,7 +95,7 @@ class DeclaredPairResult(ResultMixin):
     retention_draws_used: int
     gap: float
     raw_direction: str
-    directional_outcome: str
+    ragscale_outcome: str  # ragscale's label, |raw upgrade| rule
     notes: list[str] = field(default_factory=list)
     reasons: Mapping[str, str] = field(default_factory=dict)
 
@@ -127,7 +127,7 @@ class DeclaredPairResult(ResultMixin):
                     "draws_used": self.retention_draws_used,
                     "outcome": self.outcome,
                     "raw_direction": self.raw_direction,
-                    "directional_outcome": self.directional_outcome,
+                    "ragscale_outcome": self.ragscale_outcome,
                 },
                 self.reasons.get("upgrade_retention"),
             ),
@@ -212,9 +212,9 @@ def direction_notes(
     share = f"{100 * retention:.1f}%" if np.isfinite(retention) else "not admissible"
     return [
         f"Declared downgrade: the candidate's raw score is {100 * -raw_upgrade:.1f}pp "
-        "below the current reader's. upgrade_retention and outcome keep ragscale's "
-        f"|upgrade| rule ({outcome}); here {share} is the share of the raw downgrade "
-        "still visible under compression."
+        "below the current reader's. upgrade_retention keeps ragscale's |upgrade| "
+        f"rule: {share} is the share of the raw downgrade still visible under "
+        f"compression ({directional_outcome(outcome, direction)}; ragscale: {outcome})."
     ]
 
 
@@ -403,7 +403,7 @@ def declared_pair(
         reasons["raw_mcnemar_p"] = reasons["compressed_mcnemar_p"] = (
             "exact McNemar needs 0/1 scores"
         )
-    outcome = outcome_label(raw_up, comp_up, retention, gap=gap, threshold=threshold)
+    ragscale = outcome_label(raw_up, comp_up, retention, gap=gap, threshold=threshold)
     direction = raw_direction(raw_up)
     return DeclaredPairResult(
         metric=data.metric,
@@ -428,7 +428,7 @@ def declared_pair(
         candidate_rescue=b_rescue,
         candidate_damage=b_damage,
         retention_alert_threshold=threshold,
-        outcome=outcome,
+        outcome=directional_outcome(ragscale, direction),
         slices=slices(data, gap=gap, minimum_rows=minimum_slice_rows),
         changed_examples=changed_examples(data),
         raw_mcnemar_p=raw_p,
@@ -438,8 +438,8 @@ def declared_pair(
         retention_draws_used=used,
         gap=gap,
         raw_direction=direction,
-        directional_outcome=directional_outcome(outcome, direction),
-        notes=direction_notes(direction, raw_up, retention, outcome, gap=gap),
+        ragscale_outcome=ragscale,
+        notes=direction_notes(direction, raw_up, retention, ragscale, gap=gap),
         reasons=reasons,
     )
 

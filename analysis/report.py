@@ -74,8 +74,8 @@ def pair_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
         lines += [
             f"### {p.metric}",
             "",
-            f"- Direction: {p.raw_direction}; outcome {p.outcome} (ragscale); "
-            f"read as {p.directional_outcome}",
+            f"- Direction: {p.raw_direction}; outcome {p.outcome} "
+            f"(ragscale's |upgrade| rule: {p.ragscale_outcome})",
             f"- Raw reader upgrade interval: {span(p.raw_upgrade_interval)}",
             f"- Visible compressed upgrade interval: {span(p.compressed_upgrade_interval)}",
             f"- Upgrade-retention interval: {span(p.retention_interval, pct)} ({p.retention_draws_used} of {p.bootstrap_draws} row-bootstrap draws kept, seed {p.bootstrap_seed})",

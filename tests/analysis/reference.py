@@ -954,7 +954,9 @@ def declared_pair(a_raw, a_comp, b_raw, b_comp, *, gap, threshold, draws, seed):
         "retention_interval": interval(ratios),
         "order_reversed": raw_up * comp_up < 0,
         "retention_alert_threshold": threshold,
-        "outcome": outcome,
+        # the label read in the pair's direction; ragscale's own beside it
+        "outcome": outcome.replace("-upgrade-", "-downgrade-") if raw_up < 0 else outcome,
+        "ragscale_outcome": outcome,
         "bootstrap_draws": draws,
         "retention_draws_used": len(ratios),
         "gap": gap,

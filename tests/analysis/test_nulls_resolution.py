@@ -57,7 +57,9 @@ def test_resolution_cost_by_hand():
     comp = np.array([[0, 1, 1, 1], [1, 1, 1, 1]], float)
     tokens_raw = np.full((2, 4), 100.0)
     tokens_comp = np.full((2, 4), 25.0)
-    got = resolution_cost(raw, comp, raw_tokens=tokens_raw, comp_tokens=tokens_comp)
+    got = resolution_cost(
+        raw, comp, raw_tokens=tokens_raw, comp_tokens=tokens_comp, token_counts="prompt"
+    )
     var_raw = np.var([1, 1, 0, 0], ddof=1)
     var_comp = np.var([1, 0, 0, 0], ddof=1)
     n_ratio = var_comp / var_raw / 0.5**2

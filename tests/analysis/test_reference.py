@@ -443,6 +443,7 @@ def test_resolution_and_token_ratios(name):
         if other:
             for f in ("token_ratio", "token_cost_ratio", "token_cost_iqr"):
                 assert_same(name, f"token_ratios.{other}_{f}", None)
+    assert_same(name, "resolution.token_counts", "prompt" if p.raw_tokens is not None else "none")
     assert_same(name, "resolution", want, tol=1e-9)
 
 

@@ -181,7 +181,8 @@ def _spec(doc):
         ("resolution_n_ratio", f"{r}.median_n_ratio", None, counts, f"{r}.median_n_ratio"),
         ("resolution_token_cost_ratio", f"{r}.median_token_cost_ratio", f"{r}.token_cost_iqr",
          {**counts, "interval": "=interquartile range",
-          "median_token_ratio": f"{r}.median_token_ratio"}, f"{r}.median_token_cost_ratio"),
+          "median_token_ratio": f"{r}.median_token_ratio",
+          "token_counts": f"{r}.token_counts"}, f"{r}.median_token_cost_ratio"),
     ]  # fmt: skip
     k = "token_ratios"
     for kind in ("prompt", "total"):

@@ -189,8 +189,8 @@ def test_a_declared_downgrade_says_so(database, tmp_path):
     document = json.loads((out / "summary.json").read_text())
     for pair in document["metrics"]:
         assert pair["raw_upgrade"] < 0 and pair["raw_direction"] == "downgrade"
-        assert pair["outcome"] == "observed-upgrade-attenuated"  # ragscale parity
-        assert pair["directional_outcome"] == "observed-downgrade-attenuated"
+        assert pair["outcome"] == "observed-downgrade-attenuated"
+        assert pair["ragscale_outcome"] == "observed-upgrade-attenuated"  # parity
         assert f"{pair['metric']}: Declared downgrade" in result.output
     assert "Declared downgrade" in (out / "REPORT.md").read_text()
 

@@ -393,3 +393,22 @@ def test_changed_examples_pair_answers_only_when_both_sides_are_known(
         {"example_id": "i1", "question_type": None, "current_transition": "unchanged",
          "candidate_transition": "rescued", **answers(1)},
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "fields", [("question_type",), ("difficulty",), (), None]
+)
+def test_pair_audit_slices_only_the_named_hint_fields(example_dir, fields):
+    """``hint_fields`` keeps the named fields' slices and only those; None keeps all."""
+    from analysis.audit import AuditSettings, pair_audit
+
+    source = read_ragscale_file(example_dir / "paired_scores.csv")
+    panel = panel_from_ragscale(source, "exact_match")
+    assert set(panel.hints) == {"question_type", "difficulty"}
+    current, candidate = sorted(panel.readers)
+    got = pair_audit(
+        panel, current, candidate, settings=AuditSettings(pair_draws=20),
+        hint_fields=fields,
+    )  # fmt: skip
+    want = {"question_type", "difficulty"} if fields is None else set(fields)
+    assert {item["field"] for item in got.slices} == want

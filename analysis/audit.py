@@ -32,10 +32,12 @@ from analysis.declared_pair import (
     pair_input_from_panel,
 )
 from analysis.eiv import eiv_bootstrap
+from analysis.multiplicity import family_block, pair_tests, panel_mde
 from analysis.nulls import null_replay
 from analysis.panel import PanelArrays
 from analysis.panel_warnings import panel_warnings
 from analysis.ragscale_fields import ragscale_replay_fields
+from analysis.rank_groups import rank_groups
 from analysis.replay import FlipReplay, split_audit
 from analysis.resolution import resolution_cost
 from analysis.results import AuditRun, PanelAudit, jsonable
@@ -195,6 +197,11 @@ def audit_panel(
             panel, endpoint, split.flips, transitions, warnings
         ),
         warnings=warnings,
+        pair_tests=pair_tests(raw, comp, readers, binary=panel.is_binary),
+        mde=panel_mde(raw, comp, level=s.level, power=s.power),
+        rank_groups=rank_groups(
+            raw, comp, readers, draws=s.draws, seed=s.seed, level=s.level
+        ),
         arrays=panel,
     )
 
@@ -429,6 +436,7 @@ def audit_warehouse(
         pairs=[p for _, p in pairs],
         selections=[x for _, _, x in selections],
         comparison=comparison,
+        level=s.level,
     )
     written = 0
     if write_tables_:
@@ -536,6 +544,7 @@ def replay_audit_file(
         "metric_default": metric is None,
         "metrics_in_input": available if available is not None else [panel.metric],
         "panel": audit.to_dict(),
+        "multiplicity": family_block([audit], level=audit.settings["level"]),
     }
     paths = write_folder(output, document, [audit]) if output is not None else {}
     return AuditRun([audit], [], [], document, paths, 0, messages)

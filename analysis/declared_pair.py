@@ -111,12 +111,14 @@ class DeclaredPairResult(ResultMixin):
                 self.raw_upgrade,
                 *_ends(self.raw_upgrade_interval),
                 counts,
+                p_value=_p(self.raw_mcnemar_p),
             ),
             StatRow(
                 "pair_compressed_upgrade",
                 self.compressed_upgrade,
                 *_ends(self.compressed_upgrade_interval),
                 counts,
+                p_value=_p(self.compressed_mcnemar_p),
             ),
             StatRow(
                 "pair_upgrade_retention",
@@ -216,6 +218,10 @@ def direction_notes(
         f"rule: {share} is the share of the raw downgrade still visible under "
         f"compression ({directional_outcome(outcome, direction)}; ragscale: {outcome})."
     ]
+
+
+def _p(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
 
 
 def _is_binary(*arrays: np.ndarray) -> bool:

@@ -358,7 +358,63 @@ def panel_lines(audit: PanelAudit) -> list[str]:
             for x in audit.readers
         ],
     ) + [""]
+    return lines + rank_lines(audit)
+
+
+def rank_lines(audit: PanelAudit) -> list[str]:
+    """Rank groups per condition and the panel's minimum detectable effect."""
+    lines = [
+        f"**Rank groups** (readers the data cannot order at the {pct(audit.settings['level'])} "
+        "level: connected by pairs whose row-bootstrap interval of the difference contains 0)",
+        "",
+    ]
+    rows = []
+    for groups in audit.rank_groups:
+        text = " > ".join("{" + ", ".join(members) + "}" for members in groups.groups)
+        rows.append(
+            [groups.condition, len(groups.groups), f"{groups.unresolved_pairs} of {groups.pairs}", text]
+        )
+    lines += _table(["Condition", "Groups", "Unresolved pairs", "Groups, best first"], rows)
+    mde = audit.mde
+    lines += [
+        "",
+        f"Minimum detectable reader difference (two-sided, alpha {1 - mde.level:.2f}, power "
+        f"{mde.power:.2f}, {mde.rows} rows): raw {pp(mde.raw_mde)}, compressed "
+        f"{pp(mde.compressed_mde)}.",
+        "",
+    ]
     return lines
+
+
+#: Cells listed in the report's multiplicity table (smallest p first).
+REPORT_CELLS = 30
+
+
+def multiplicity_lines(document: Mapping[str, Any]) -> list[str]:
+    """The family of p-values with Holm and Benjamini-Hochberg adjustments."""
+    block = document.get("multiplicity")
+    if not block or not block["tests"]:
+        return []
+    cells = sorted(block["cells"], key=lambda c: (c["p_value"], c["panel_id"], c["statistic"]))
+    lines = [
+        "## Multiplicity",
+        "",
+        f"{block['tests']} p-values in this audit ({block['family']}). At alpha "
+        f"{block['alpha']:g}: {block['rejected_holm']} below after Holm (family-wise), "
+        f"{block['rejected_bh']} after Benjamini-Hochberg (false discovery rate).",
+        "",
+    ]
+    lines += _table(
+        ["Panel", "Test", "p", "Holm", "BH"],
+        [
+            [c["panel_id"], c["statistic"], num(c["p_value"], 4), num(c["p_holm"], 4),
+             num(c["p_bh"], 4)]
+            for c in cells[:REPORT_CELLS]
+        ],
+    )  # fmt: skip
+    if len(cells) > REPORT_CELLS:
+        lines += ["", f"The {len(cells) - REPORT_CELLS} larger p-values are in summary.json."]
+    return lines + [""]
 
 
 def selection_lines(selections: Sequence[SelectionResult]) -> list[str]:
@@ -412,6 +468,7 @@ def markdown_report(
     for audit in audits:
         lines += panel_lines(audit)
     lines += selection_lines(selections)
+    lines += multiplicity_lines(document)
     lines += ["## Scope", "", SCOPE, ""]
     return "\n".join(lines)
 
@@ -517,6 +574,7 @@ def html_report(
         ]
         body.append('<div class="figs">' + "".join(figs) + "</div>")
     body.append(_md_to_html(selection_lines(selections)))
+    body.append(_md_to_html(multiplicity_lines(document)))
     body.append(_md_to_html(["## Scope", "", SCOPE]))
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>ragledger audit</title>"

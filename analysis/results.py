@@ -90,6 +90,8 @@ class StatRow:
     high: float = float("nan")
     counts: Mapping[str, Any] = field(default_factory=dict)
     reason: str | None = None
+    #: the p-value of a test this row reports (docs/statistics.md section 12)
+    p_value: float = float("nan")
 
 
 class ResultMixin:
@@ -153,6 +155,8 @@ if TYPE_CHECKING:
 
     from analysis.declared_pair import DeclaredPairResult
     from analysis.eiv import EIVResult
+    from analysis.multiplicity import PairTests, PanelMDE
+    from analysis.rank_groups import RankGroups
     from analysis.nulls import NullComparison
     from analysis.panel import PanelArrays
     from analysis.replay import FlipReplay, SplitAudit
@@ -190,6 +194,9 @@ class PanelAudit(ResultMixin):
     nulls: list[NullComparison]
     replay: Mapping[str, Any]
     warnings: list[str]
+    pair_tests: PairTests
+    mde: PanelMDE
+    rank_groups: list[RankGroups]
     declared_pairs: list[DeclaredPairResult] = field(default_factory=list)
     reasons: Mapping[str, str] = field(default_factory=dict)
     arrays: PanelArrays | None = field(
@@ -209,6 +216,9 @@ class PanelAudit(ResultMixin):
             self.resolution,
             self.token_ratios,
             *self.nulls,
+            self.pair_tests,
+            self.mde,
+            *self.rank_groups,
         ):
             rows += part.stat_rows()
         for name, flips in self.sensitivity.items():

@@ -49,6 +49,8 @@ class MethodAccuracy(ResultMixin):
     difference: float | None
     difference_interval: Interval | None
     reasons: Mapping[str, str] = field(default_factory=dict)
+    #: paired-bootstrap p of the difference (docs/statistics.md section 11)
+    difference_pvalue: float | None = None
 
 
 @dataclass(frozen=True)
@@ -92,9 +94,27 @@ class SelectionResult(ResultMixin):
                         item.difference_interval.low,
                         item.difference_interval.high,
                         counts,
+                        p_value=_p(item.difference_pvalue),
                     )
                 )
         return rows
+
+
+def _p(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def bootstrap_pvalue(differences: np.ndarray) -> float:
+    """Two-sided percentile-bootstrap p of a difference: ``min(1, 2 min(P(d <= 0), P(d >= 0)))``.
+
+    The smallest ``1 - level`` at which the percentile interval of the draws
+    would stop containing 0 (up to the interpolation of the interval's ends).
+    """
+    d = np.asarray(differences, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return float("nan")
+    return float(min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0))))
 
 
 def question_weights(
@@ -167,10 +187,11 @@ def selection_accuracy(
     for k, name in enumerate(names):
         matrix = np.asarray(scores[name], float).reshape(q, -1)
         per_seed = matrix.mean(axis=0)
-        difference = diff_interval = None
+        difference = diff_interval = diff_p = None
         if base is not None and k != base:
             difference = float(averaged[k].mean() - averaged[base].mean())
             diff_interval = percentile_interval(boot[:, k] - boot[:, base], level)
+            diff_p = bootstrap_pvalue(boot[:, k] - boot[:, base])
         methods.append(
             MethodAccuracy(
                 method=name,
@@ -182,6 +203,7 @@ def selection_accuracy(
                 seed_max=float(per_seed.max()),
                 difference=difference,
                 difference_interval=diff_interval,
+                difference_pvalue=diff_p,
             )
         )
     return SelectionResult(

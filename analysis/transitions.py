@@ -133,6 +133,7 @@ class RescueDamage(ResultMixin):
                             "yates": test.corrected,
                         },
                         reason=test.reasons.get("pvalue"),
+                        p_value=test.pvalue,
                     )
                 )
         return rows

@@ -981,3 +981,109 @@ def declared_pair(a_raw, a_comp, b_raw, b_comp, *, gap, threshold, draws, seed):
             sum(1 for u, v in zip(a_comp, b_comp, strict=True) if v > u),
         )
     return out
+
+
+# ---------------------------------------------------------------- 12: multiplicity, MDE
+
+
+def pair_tests(raw, comp, readers):
+    """Exact McNemar of every reader pair on all rows, raw then compressed (binary only)."""
+    m, n = raw.shape
+    out = []
+    for condition, x in (("raw", raw), ("compressed", comp)):
+        for i, j in combinations(range(m), 2):
+            b = sum(1 for k in range(n) if x[i, k] == 1 and x[j, k] == 0)
+            c = sum(1 for k in range(n) if x[i, k] == 0 and x[j, k] == 1)
+            out.append({
+                "condition": condition, "reader_a": readers[i], "reader_b": readers[j],
+                "difference": float(np.mean(x[j]) - np.mean(x[i])), "b": b, "c": c,
+                "rows": n, "p_value": mcnemar_p(b, c),
+            })  # fmt: skip
+    return out
+
+
+def mde(raw, comp, *, level, power):
+    """(z_{1-alpha/2} + z_power) sqrt(median pair mean (x_j - x_i)^2 / n), by NormalDist."""
+    from statistics import NormalDist
+
+    m, n = raw.shape
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2) + NormalDist().inv_cdf(power)
+    out = {"level": level, "power": power, "rows": n}
+    for condition, x in (("raw", raw), ("compressed", comp)):
+        moments = [
+            sum((x[j, k] - x[i, k]) ** 2 for k in range(n)) / n
+            for i, j in combinations(range(m), 2)
+        ]
+        moment = median(moments) if moments else None
+        out[f"{condition}_second_moment"] = moment
+        out[f"{condition}_mde"] = None if moment is None else z * math.sqrt(moment / n)
+    return out
+
+
+def holm(pvalues):
+    """Holm step-down, by the textbook loop."""
+    k = len(pvalues)
+    order = sorted(range(k), key=lambda r: pvalues[r])
+    out, running = [0.0] * k, 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (k - rank) * pvalues[index]))
+        out[index] = running
+    return out
+
+
+def benjamini_hochberg(pvalues):
+    """Benjamini-Hochberg step-up, by the textbook loop (largest p first)."""
+    k = len(pvalues)
+    order = sorted(range(k), key=lambda r: pvalues[r])
+    out, running = [0.0] * k, 1.0
+    for rank in range(k - 1, -1, -1):
+        index = order[rank]
+        running = min(running, k * pvalues[index] / (rank + 1))
+        out[index] = min(1.0, running)
+    return out
+
+
+# ---------------------------------------------------------------- 13: rank groups
+
+
+def rank_groups(raw, comp, readers, *, draws, seed, level):
+    """Plain loop over the row bootstrap's draws; groups by breadth-first search."""
+    m, n = raw.shape
+    rows = np.random.default_rng(seed).integers(0, n, size=(draws, n))
+    out = []
+    for condition, x in (("raw", raw), ("compressed", comp)):
+        boot = [[float(x[r, rows[d]].mean()) for r in range(m)] for d in range(draws)]
+        neighbours = {r: set() for r in range(m)}
+        intervals = []
+        for i, j in combinations(range(m), 2):
+            assert level == 0.95  # interval() is the 2.5/97.5 percentile interval
+            low, high = interval([boot[d][j] - boot[d][i] for d in range(draws)])
+            resolved = low > 0 or high < 0
+            if not resolved:
+                neighbours[i].add(j)
+                neighbours[j].add(i)
+            intervals.append({"reader_a": readers[i], "reader_b": readers[j],
+                              "interval": [low, high], "resolved": resolved})  # fmt: skip
+        means = [float(np.mean(x[r])) for r in range(m)]
+        seen, groups = set(), []
+        for start in sorted(range(m), key=lambda r: (-means[r], r)):
+            if start in seen:
+                continue
+            component, queue = {start}, [start]
+            while queue:
+                for other in neighbours[queue.pop()]:
+                    if other not in component:
+                        component.add(other)
+                        queue.append(other)
+            seen |= component
+            groups.append([readers[r] for r in sorted(component, key=lambda r: (-means[r], r))])
+        out.append({
+            "condition": condition, "draws": draws, "seed": seed, "level": level,
+            "groups": groups,
+            "group_of": {readers[r]: next(g + 1 for g, members in enumerate(groups)
+                                          if readers[r] in members) for r in range(m)},
+            "pairs": m * (m - 1) // 2,
+            "unresolved_pairs": sum(len(v) for v in neighbours.values()) // 2,
+            "pair_intervals": intervals,
+        })  # fmt: skip
+    return out

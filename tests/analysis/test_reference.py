@@ -592,6 +592,23 @@ def test_declared_pair(name):
                 assert got[key] == value, key
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_pair_tests_mde_and_rank_groups(name):
+    """Sections 12-13: reader-pair McNemar, MDE, and rank groups from a plain loop
+    over the row bootstrap's draws."""
+    p, s = CASES[name].panel, CASES[name].settings
+    if ref.is_binary(p.raw, p.comp):
+        assert_same(name, "pair_tests.tests", ref.pair_tests(p.raw, p.comp, p.readers))
+    else:
+        assert_same(name, "pair_tests.tests", [])
+    assert_same(name, "mde", ref.mde(p.raw, p.comp, level=s.level, power=s.power))
+    want = ref.rank_groups(
+        p.raw, p.comp, p.readers, draws=s.draws, seed=s.seed, level=s.level
+    )
+    # intervals of continuous means: sums in another order, so 1e-12, not bits
+    assert_same(name, "rank_groups", want, tol=1e-12)
+
+
 def test_every_field_is_compared():
     """Each leaf of every case's panel block was compared by a test above."""
     if under_mutmut():

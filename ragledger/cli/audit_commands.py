@@ -439,6 +439,7 @@ def replay_audit(
         f"median excess flips {_fmt(replay['median_excess_flips'])})",
         markup=False,
     )
+    _print_rank_groups(run)
     _print_warnings(run)
 
 

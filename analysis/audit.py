@@ -35,15 +35,16 @@ from analysis.eiv import eiv_bootstrap
 from analysis.multiplicity import family_block, pair_tests, panel_mde
 from analysis.nulls import null_replay
 from analysis.panel import PanelArrays
+from analysis.panel_audit import AuditRun, PanelAudit
 from analysis.panel_warnings import panel_warnings
 from analysis.ragscale_fields import ragscale_replay_fields
 from analysis.rank_groups import rank_groups
-from analysis.replay import FlipReplay, split_audit
 from analysis.resolution import resolution_cost
-from analysis.results import AuditRun, PanelAudit, jsonable
+from analysis.results import jsonable
 from analysis.retention import endpoint_retention, retention_bootstrap
 from analysis.selection import SelectionResult
 from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings, InvalidSetting
+from analysis.split_pass import FlipReplay, split_audit
 from analysis.store import audit_key, table_rows, write_tables
 from analysis.summary_json import SCHEMA_VERSION, dumps, summary
 from analysis.token_ratios import token_kind, token_ratios

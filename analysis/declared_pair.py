@@ -31,6 +31,8 @@ from analysis.bootstrap import SeedLike, generator, row_indices
 from analysis.gap_rule import separated
 from analysis.mcnemar import exact_pvalues
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
+from analysis.scores import is_binary
+from analysis.transitions import rescue_damage
 
 OUTCOMES = (
     "insufficient-raw-separation",
@@ -224,22 +226,18 @@ def _p(value: float | None) -> float:
     return float("nan") if value is None else float(value)
 
 
-def _is_binary(*arrays: np.ndarray) -> bool:
-    return all(bool(np.isin(array, (0.0, 1.0)).all()) for array in arrays)
-
-
-def rescue_damage(
+def reader_shares(
     raw: np.ndarray, comp: np.ndarray
 ) -> tuple[float | None, float | None, dict[str, str]]:
-    """ragscale's per-reader rescue (0->1 over all rows) and damage (1->0 over raw-correct)."""
-    if not _is_binary(raw, comp):
+    """One reader's rescue (0->1 over all rows) and damage (1->0 over raw-correct):
+    section 7's per-reader shares (:func:`analysis.transitions.rescue_damage`)."""
+    if not is_binary(raw, comp):
         reason = "scores are not all 0/1, so rescue and damage are undefined"
         return None, None, {"rescue": reason, "damage": reason}
-    rescue = float(np.mean((raw == 0) & (comp == 1)))
-    correct = raw == 1
-    if not correct.any():
-        return rescue, None, {"damage": "no raw-correct rows"}
-    return rescue, float(np.sum(correct & (comp == 0)) / np.sum(correct)), {}
+    row = rescue_damage(raw[None, :], comp[None, :], ["reader"]).per_reader[0]
+    if row["damage_share"] is None:
+        return row["rescue_share"], None, {"damage": row["damage_share_reason"]}
+    return row["rescue_share"], row["damage_share"], {}
 
 
 def pair_bootstrap(
@@ -396,13 +394,13 @@ def declared_pair(
         reasons["retention_interval"] = (
             "no bootstrap draw kept |raw upgrade| at or above the minimum"
         )
-    a_rescue, a_damage, a_reasons = rescue_damage(a_raw, a_comp)
-    b_rescue, b_damage, b_reasons = rescue_damage(b_raw, b_comp)
+    a_rescue, a_damage, a_reasons = reader_shares(a_raw, a_comp)
+    b_rescue, b_damage, b_reasons = reader_shares(b_raw, b_comp)
     for prefix, found in (("current", a_reasons), ("candidate", b_reasons)):
         for key, text in found.items():
             reasons[f"{prefix}_{key}"] = text
     raw_p = comp_p = None
-    if _is_binary(a_raw, a_comp, b_raw, b_comp):
+    if is_binary(a_raw, a_comp, b_raw, b_comp):
         raw_p = float(exact_pvalues(np.sum(a_raw > b_raw), np.sum(b_raw > a_raw)))
         comp_p = float(exact_pvalues(np.sum(a_comp > b_comp), np.sum(b_comp > a_comp)))
     else:

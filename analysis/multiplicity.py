@@ -175,7 +175,9 @@ def panel_mde(
     reasons: dict[str, str] = {}
     for condition, x in zip(CONDITIONS, (raw, comp), strict=True):
         moment = (
-            median_or_nan(((x[hi] - x[lo]) ** 2).mean(axis=1)) if lo.size and n else np.nan
+            median_or_nan(((x[hi] - x[lo]) ** 2).mean(axis=1))
+            if lo.size and n
+            else np.nan
         )
         values[f"{condition}_second_moment"] = moment
         values[f"{condition}_mde"] = minimum_detectable_effect(
@@ -219,10 +221,12 @@ def adjust(cells: Sequence[Cell]) -> list[dict[str, Any]]:
     ]
 
 
-def family(audits: Sequence[Any], selections: Sequence[Any] = ()) -> list[dict[str, Any]]:
+def family(
+    audits: Sequence[Any], selections: Sequence[Any] = ()
+) -> list[dict[str, Any]]:
     """The adjusted family of one audit call (panels in order, then selections).
 
-    ``audits`` are :class:`analysis.results.PanelAudit`; ``selections`` are
+    ``audits`` are :class:`analysis.panel_audit.PanelAudit`; ``selections`` are
     :class:`analysis.selection.SelectionResult` (keyed by their label).
     """
     cells = []

@@ -43,10 +43,10 @@ from analysis.results import (
     median_or_nan,
     percentile_interval,
 )
+from analysis.scores import is_binary
 from analysis.splits import (
     PackedCounts,
     difference_matrix,
-    is_binary,
     permutations,
     rates,
     row_median,

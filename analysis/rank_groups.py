@@ -55,7 +55,11 @@ class RankGroups(ResultMixin):
             "level": self.level,
             "draws": self.draws,
         }
-        rows = [StatRow(f"rank_groups_{self.condition}", float(len(self.groups)), counts=counts)]
+        rows = [
+            StatRow(
+                f"rank_groups_{self.condition}", float(len(self.groups)), counts=counts
+            )
+        ]
         rows += [
             StatRow(
                 f"rank_group_{self.condition}[{reader}]",

@@ -5,15 +5,14 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from analysis import figures
+from analysis.declared_pair import DeclaredPairResult
 from analysis.formatting import NA, num, pct, pp
-from analysis.results import Interval, PanelAudit
-
-if TYPE_CHECKING:
-    from analysis.declared_pair import DeclaredPairResult
-    from analysis.selection import SelectionResult
+from analysis.panel_audit import PanelAudit
+from analysis.results import Interval
+from analysis.selection import SelectionResult
 
 
 def span(interval: Interval | None, fmt=pp) -> str:  # noqa: ANN001
@@ -372,9 +371,16 @@ def rank_lines(audit: PanelAudit) -> list[str]:
     for groups in audit.rank_groups:
         text = " > ".join("{" + ", ".join(members) + "}" for members in groups.groups)
         rows.append(
-            [groups.condition, len(groups.groups), f"{groups.unresolved_pairs} of {groups.pairs}", text]
+            [
+                groups.condition,
+                len(groups.groups),
+                f"{groups.unresolved_pairs} of {groups.pairs}",
+                text,
+            ]
         )
-    lines += _table(["Condition", "Groups", "Unresolved pairs", "Groups, best first"], rows)
+    lines += _table(
+        ["Condition", "Groups", "Unresolved pairs", "Groups, best first"], rows
+    )
     mde = audit.mde
     lines += [
         "",
@@ -395,7 +401,9 @@ def multiplicity_lines(document: Mapping[str, Any]) -> list[str]:
     block = document.get("multiplicity")
     if not block or not block["tests"]:
         return []
-    cells = sorted(block["cells"], key=lambda c: (c["p_value"], c["panel_id"], c["statistic"]))
+    cells = sorted(
+        block["cells"], key=lambda c: (c["p_value"], c["panel_id"], c["statistic"])
+    )
     lines = [
         "## Multiplicity",
         "",
@@ -413,7 +421,10 @@ def multiplicity_lines(document: Mapping[str, Any]) -> list[str]:
         ],
     )  # fmt: skip
     if len(cells) > REPORT_CELLS:
-        lines += ["", f"The {len(cells) - REPORT_CELLS} larger p-values are in summary.json."]
+        lines += [
+            "",
+            f"The {len(cells) - REPORT_CELLS} larger p-values are in summary.json.",
+        ]
     return lines + [""]
 
 
@@ -570,7 +581,7 @@ def html_report(
             _img(figures.reader_scatter(audit), "raw vs compressed score per reader"),
             _img(figures.endpoint_upgrade(audit), "endpoint upgrade raw vs compressed"),
             _img(figures.excess_distribution(audit), "excess flips per split"),
-            _img(figures.rescue_damage(audit), "rescue and damage per reader"),
+            _img(figures.rescue_damage_chart(audit), "rescue and damage per reader"),
         ]
         body.append('<div class="figs">' + "".join(figs) + "</div>")
     body.append(_md_to_html(selection_lines(selections)))

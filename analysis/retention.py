@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.gap_rule import meets_gap
 from analysis.bootstrap import (
     SeedLike,
     counts_from_indices,
@@ -24,6 +23,7 @@ from analysis.bootstrap import (
     row_indices,
     single_blas,
 )
+from analysis.gap_rule import meets_gap
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 
 DEFAULT_GAP = 0.05

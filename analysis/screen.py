@@ -24,8 +24,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from analysis.gap_rule import meets_gap
 from analysis.flips import FlipCounts, PairFlips
+from analysis.gap_rule import meets_gap
 from analysis.results import ResultMixin, StatRow
 from analysis.splits import SplitBatch
 

@@ -51,6 +51,7 @@ from analysis.results import (
     median_or_nan,
     percentile_interval,
 )
+from analysis.scores import is_binary
 
 DEFAULT_SPLITS = 5000
 DEFAULT_BATCH = 1000
@@ -177,11 +178,6 @@ class PackedCounts:
         for q in range(self.per_pack):
             np.bitwise_and(fields >> (self.bits * q), low, out=out[:, q])
         return out.reshape(mask.shape[0], self.per_pack * self.width)[:, : self.count]
-
-
-def is_binary(*arrays: np.ndarray) -> bool:
-    """Every score is exactly 0 or 1."""
-    return all(bool(np.isin(a, (0.0, 1.0)).all()) for a in arrays)
 
 
 @dataclass(frozen=True)

@@ -21,20 +21,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from analysis.declared_pair import DeclaredPairResult
 from analysis.multiplicity import declared_pair_lookup, family
-from analysis.results import PanelAudit, StatRow, jsonable
+from analysis.panel_audit import PanelAudit
+from analysis.results import StatRow, jsonable
+from analysis.selection import SelectionResult
 from analysis.summary_json import dumps
 from analysis.version import CODE_VERSION
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_json
-
-if TYPE_CHECKING:
-    from analysis.declared_pair import DeclaredPairResult
-    from analysis.selection import SelectionResult
 
 AUDIT_COLUMNS = (
     "audit_id", "panel_id", "panel_name", "metric", "mode", "declared_pair",
@@ -110,7 +109,10 @@ def table_rows(
                 fingerprint,
                 CODE_VERSION,
                 _finite(row.p_value),
-                *[_finite(v) for v in (adjusted or {}).get(row.statistic, (None, None))],
+                *[
+                    _finite(v)
+                    for v in (adjusted or {}).get(row.statistic, (None, None))
+                ],
             )  # fmt: skip
         )
     return out

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from analysis.declared_pair import DeclaredPairResult
 from analysis.multiplicity import declared_pair_lookup, family_block
-from analysis.results import PanelAudit, jsonable
+from analysis.panel_audit import PanelAudit
+from analysis.results import jsonable
+from analysis.selection import SelectionResult
 from analysis.settings import AuditSettings
 from analysis.version import CODE_VERSION
-
-if TYPE_CHECKING:
-    from analysis.declared_pair import DeclaredPairResult
-    from analysis.selection import SelectionResult
 
 SCHEMA_VERSION = 1
 
@@ -71,7 +70,9 @@ def _pair_dict(
         out[f"{name}_mcnemar_p_bh"] = value[1] if value else None
         if value is None:
             why = "no exact McNemar cell for this pair (continuous scores)"
-            out[f"{name}_mcnemar_p_holm_reason"] = out[f"{name}_mcnemar_p_bh_reason"] = why
+            out[f"{name}_mcnemar_p_holm_reason"] = out[
+                f"{name}_mcnemar_p_bh_reason"
+            ] = why
     return out
 
 

@@ -38,7 +38,6 @@ def at_least_gap(difference, gap):
     return Fraction(d).limit_denominator(10**6) >= Fraction(repr(float(gap)))
 
 
-
 def mean(values):
     values = list(values)
     return sum(values) / len(values)
@@ -267,7 +266,11 @@ def endpoint(raw, comp, readers, *, gap):
     strong = max(range(len(mu_raw)), key=lambda r: (mu_raw[r], -r))
     raw_span = mu_raw[strong] - mu_raw[weak]
     comp_span = mu_comp[strong] - mu_comp[weak]
-    retention = comp_span / raw_span if len(readers) >= 2 and at_least_gap(raw_span, gap) else None
+    retention = (
+        comp_span / raw_span
+        if len(readers) >= 2 and at_least_gap(raw_span, gap)
+        else None
+    )
     if retention is None:
         label = "undefined"
     elif retention >= 1:
@@ -955,7 +958,9 @@ def declared_pair(a_raw, a_comp, b_raw, b_comp, *, gap, threshold, draws, seed):
         "order_reversed": raw_up * comp_up < 0,
         "retention_alert_threshold": threshold,
         # the label read in the pair's direction; ragscale's own beside it
-        "outcome": outcome.replace("-upgrade-", "-downgrade-") if raw_up < 0 else outcome,
+        "outcome": outcome.replace("-upgrade-", "-downgrade-")
+        if raw_up < 0
+        else outcome,
         "ragscale_outcome": outcome,
         "bootstrap_draws": draws,
         "retention_draws_used": len(ratios),
@@ -1076,7 +1081,9 @@ def rank_groups(raw, comp, readers, *, draws, seed, level):
                         component.add(other)
                         queue.append(other)
             seen |= component
-            groups.append([readers[r] for r in sorted(component, key=lambda r: (-means[r], r))])
+            groups.append(
+                [readers[r] for r in sorted(component, key=lambda r: (-means[r], r))]
+            )
         out.append({
             "condition": condition, "draws": draws, "seed": seed, "level": level,
             "groups": groups,

@@ -395,9 +395,7 @@ def test_changed_examples_pair_answers_only_when_both_sides_are_known(
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "fields", [("question_type",), ("difficulty",), (), None]
-)
+@pytest.mark.parametrize("fields", [("question_type",), ("difficulty",), (), None])
 def test_pair_audit_slices_only_the_named_hint_fields(example_dir, fields):
     """``hint_fields`` keeps the named fields' slices and only those; None keeps all."""
     from analysis.audit import AuditSettings, pair_audit

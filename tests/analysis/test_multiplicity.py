@@ -127,7 +127,10 @@ def test_the_audit_family_is_adjusted_as_statsmodels_does(audited):
 
 def test_adjusted_p_values_are_stored_beside_their_rows(audited):
     path, run = audited
-    cells = {(c["panel_id"], c["statistic"]): c for c in run.document["multiplicity"]["cells"]}
+    cells = {
+        (c["panel_id"], c["statistic"]): c
+        for c in run.document["multiplicity"]["cells"]
+    }
     con = warehouse.connect(path, read_only=True)
     try:
         rows = con.execute(
@@ -152,6 +155,8 @@ def test_adjusted_p_values_are_stored_beside_their_rows(audited):
         (s, p_holm) for mode, _, s, _, p_holm, _ in rows if mode == "declared-pair"
     }
     metrics = {m["metric"]: m for m in run.document["metrics"]}
-    assert metrics and all(m["raw_mcnemar_p_holm"] is not None for m in metrics.values())
+    assert metrics and all(
+        m["raw_mcnemar_p_holm"] is not None for m in metrics.values()
+    )
     holms = {p_holm for s, p_holm in pair_rows if s == "pair_raw_upgrade"}
     assert holms == {m["raw_mcnemar_p_holm"] for m in metrics.values()}

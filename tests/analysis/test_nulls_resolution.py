@@ -8,10 +8,10 @@ import pytest
 
 from analysis.eiv import eiv_bootstrap, eiv_point
 from analysis.nulls import null_replay
-from analysis.replay import split_audit
 from analysis.resolution import resolution_cost
 from analysis.results import percentile_interval
 from analysis.retention import family_codes
+from analysis.split_pass import split_audit
 from tests.analysis import split_loops as loops
 from tests.analysis.simulate import binary_panel, continuous_panel
 

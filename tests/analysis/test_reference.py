@@ -443,7 +443,11 @@ def test_resolution_and_token_ratios(name):
         if other:
             for f in ("token_ratio", "token_cost_ratio", "token_cost_iqr"):
                 assert_same(name, f"token_ratios.{other}_{f}", None)
-    assert_same(name, "resolution.token_counts", "prompt" if p.raw_tokens is not None else "none")
+    assert_same(
+        name,
+        "resolution.token_counts",
+        "prompt" if p.raw_tokens is not None else "none",
+    )
     assert_same(name, "resolution", want, tol=1e-9)
 
 
@@ -570,7 +574,9 @@ def test_replay_fields_and_warnings(name):
     assert doc.get("declared_pairs", []) == []
 
 
-@pytest.mark.parametrize("name", ["binary-8x100", "continuous-12x200", "boundary-4x200"])
+@pytest.mark.parametrize(
+    "name", ["binary-8x100", "continuous-12x200", "boundary-4x200"]
+)
 def test_declared_pair(name):
     case = CASES[name]
     p, s = case.panel, case.settings

@@ -138,7 +138,9 @@ def test_report_shows_rank_groups_mde_and_the_adjusted_family():
     text = markdown_report(document, [audit])
     for groups in audit.rank_groups:
         shown = " > ".join("{" + ", ".join(g) + "}" for g in groups.groups)
-        assert f"| {groups.condition} | {len(groups.groups)} |" in text and shown in text
+        assert (
+            f"| {groups.condition} | {len(groups.groups)} |" in text and shown in text
+        )
     assert f"raw {pp(audit.mde.raw_mde)}" in text
     block = document["multiplicity"]
     assert f"{block['tests']} p-values in this audit" in text

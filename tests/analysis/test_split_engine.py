@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from analysis import splits
-from analysis.replay import split_audit
+from analysis.split_pass import split_audit
 from analysis.splits import (
     BATCH_BYTES,
     PackedCounts,

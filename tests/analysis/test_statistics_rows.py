@@ -268,7 +268,9 @@ def test_every_row_carries_its_fields(audit):
     rows = audit.panel_stat_rows()
     assert [row.statistic for row in rows] == [s[0] for s in spec]
     for row, (name, estimate, interval, counts, reason) in zip(rows, spec, strict=True):
-        _same(row.estimate, _get(doc, estimate) if isinstance(estimate, str) else estimate)
+        _same(
+            row.estimate, _get(doc, estimate) if isinstance(estimate, str) else estimate
+        )
         ends = _get(doc, interval) if interval else None
         _same(row.low, ends[0] if ends else None)
         _same(row.high, ends[1] if ends else None)

@@ -42,7 +42,7 @@ from analysis.rank_groups import rank_groups
 from analysis.resolution import resolution_cost
 from analysis.results import jsonable
 from analysis.retention import endpoint_retention, retention_bootstrap
-from analysis.selection import SelectionResult
+from analysis.selection import SELECTION_DRAWS, SELECTION_SEED, SelectionResult
 from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings, InvalidSetting
 from analysis.split_pass import FlipReplay, split_audit
 from analysis.store import audit_key, table_rows, write_tables
@@ -332,8 +332,8 @@ def audit_warehouse(
     baseline: str | None = None,
     stratify_by: str | None = None,
     cluster_by: str | None = None,
-    selection_draws: int = 2000,
-    selection_seed: int = 5768,
+    selection_draws: int = SELECTION_DRAWS,
+    selection_seed: int = SELECTION_SEED,
     snapshot_id: int | None = None,
     at: int | None = None,
     declared: Sequence[str] = (),

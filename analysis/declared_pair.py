@@ -32,6 +32,7 @@ from analysis.gap_rule import separated
 from analysis.mcnemar import exact_pvalues
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 from analysis.scores import is_binary
+from analysis.settings import DEFAULTS
 from analysis.transitions import rescue_damage
 
 OUTCOMES = (
@@ -250,7 +251,7 @@ def pair_bootstrap(
     gap: float,
     draws: int,
     seed: SeedLike,
-    level: float = 0.95,
+    level: float = DEFAULTS.level,
 ) -> tuple[Interval, Interval, Interval, int]:
     """Row bootstrap of the raw and compressed upgrades and their ratio (ragscale's rule).
 
@@ -362,12 +363,12 @@ def declared_pair(
     data: PairInput,
     /,
     *,
-    gap: float = 0.05,
+    gap: float = DEFAULTS.gap,
     threshold: float = 0.75,
-    draws: int = 2000,
-    seed: SeedLike = 20260821,
+    draws: int = DEFAULTS.pair_draws,
+    seed: SeedLike = DEFAULTS.seed,
     minimum_slice_rows: int = 10,
-    level: float = 0.95,
+    level: float = DEFAULTS.level,
 ) -> DeclaredPairResult:
     """ragscale ``run`` for one metric, computed from the four arrays."""
     a_raw, a_comp = data.current_raw, data.current_compressed

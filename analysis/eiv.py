@@ -43,6 +43,7 @@ from analysis.bootstrap import (
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 from analysis.retention import BATCH, family_codes
 from analysis.scores import is_binary
+from analysis.settings import DEFAULTS
 
 #: A non-exact moment no larger than this share of its terms is set to zero.
 RELATIVE_TOLERANCE = 1e-10
@@ -345,10 +346,10 @@ def eiv_bootstrap(
     families: Sequence[str],
     /,
     *,
-    draws: int = 5000,
-    seed: SeedLike = 20260821,
+    draws: int = DEFAULTS.draws,
+    seed: SeedLike = DEFAULTS.seed,
     headroom: bool = False,
-    level: float = 0.95,
+    level: float = DEFAULTS.level,
 ) -> EIVResult:
     """Family-by-row bootstrap of the whole corrected estimate, with boundary counts.
 

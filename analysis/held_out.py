@@ -27,6 +27,7 @@ from analysis.results import (
     median_or_nan,
     percentile_interval,
 )
+from analysis.settings import DEFAULTS
 from analysis.splits import SplitBatch
 
 
@@ -88,7 +89,7 @@ class HeldOutEndpoints(ResultMixin):
 
 
 def held_out_endpoints(
-    splits: HeldOutSplits, readers: Sequence[str], *, level: float = 0.95
+    splits: HeldOutSplits, readers: Sequence[str], *, level: float = DEFAULTS.level
 ) -> HeldOutEndpoints:
     """Section 6's result over every valid orientation (split order, S->T first)."""
     m = len(readers)

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from analysis.settings import DEFAULTS
+
 #: The default reason when a field is undefined and nobody said why.
 UNDEFINED = "undefined"
 
@@ -118,7 +120,7 @@ class ResultMixin:
         return []
 
 
-def percentile_interval(values: np.ndarray, level: float = 0.95) -> Interval:
+def percentile_interval(values: np.ndarray, level: float = DEFAULTS.level) -> Interval:
     """Percentile interval (numpy ``linear``), undefined for no values.
 
     Notes

@@ -25,10 +25,11 @@ from analysis.bootstrap import (
 )
 from analysis.gap_rule import meets_gap
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
+from analysis.settings import DEFAULTS
 
-DEFAULT_GAP = 0.05
-DEFAULT_SEED = 20260821
-DEFAULT_DRAWS = 5000
+DEFAULT_GAP = DEFAULTS.gap
+DEFAULT_SEED = DEFAULTS.seed
+DEFAULT_DRAWS = DEFAULTS.draws
 #: Rows per bootstrap batch: bounds memory at ``batch * n`` floats.
 BATCH = 1000
 
@@ -210,7 +211,7 @@ def retention_bootstrap(
     gap: float = DEFAULT_GAP,
     draws: int = DEFAULT_DRAWS,
     seed: SeedLike = DEFAULT_SEED,
-    level: float = 0.95,
+    level: float = DEFAULTS.level,
 ) -> RetentionBootstrap:
     """Family-by-row (``families`` given) or row-only (``None``) endpoint bootstrap.
 

@@ -30,8 +30,11 @@ from analysis.bootstrap import (
     stratified_indices,
 )
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
+from analysis.settings import DEFAULTS
 
 SELECTION_SEED = 5768
+#: Paired bootstrap draws of the selection comparison (CoRA-Bench App. B).
+SELECTION_DRAWS = 2000
 Resampling = Literal["plain", "stratified", "clustered"]
 
 
@@ -121,7 +124,7 @@ def question_weights(
     questions: int,
     /,
     *,
-    draws: int = 2000,
+    draws: int = SELECTION_DRAWS,
     seed: SeedLike = SELECTION_SEED,
     strata: Sequence[object] | None = None,
     clusters: Sequence[object] | None = None,
@@ -144,11 +147,11 @@ def selection_accuracy(
     /,
     *,
     baseline: str | None = None,
-    draws: int = 2000,
+    draws: int = SELECTION_DRAWS,
     seed: SeedLike = SELECTION_SEED,
     strata: Sequence[object] | None = None,
     clusters: Sequence[object] | None = None,
-    level: float = 0.95,
+    level: float = DEFAULTS.level,
 ) -> SelectionResult:
     """Accuracy per method with shared paired draws and differences against ``baseline``.
 

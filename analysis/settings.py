@@ -64,3 +64,8 @@ class AuditSettings:
         out = asdict(self)
         out["null_seed"] = self.effective_null_seed
         return out
+
+
+#: The defaults of every statistic's keyword arguments: the one source of the
+#: audit's defaults (the CLI reads its option defaults from it too).
+DEFAULTS = AuditSettings()

@@ -52,8 +52,9 @@ from analysis.results import (
     percentile_interval,
 )
 from analysis.scores import is_binary
+from analysis.settings import DEFAULTS
 
-DEFAULT_SPLITS = 5000
+DEFAULT_SPLITS = DEFAULTS.splits
 DEFAULT_BATCH = 1000
 
 #: Working memory one batch may take, roughly: gathered scores (``m x n``

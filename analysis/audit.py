@@ -32,19 +32,22 @@ from analysis.declared_pair import (
     pair_input_from_panel,
 )
 from analysis.eiv import eiv_bootstrap
+from analysis.multiplicity import family_block, pair_tests, panel_mde
 from analysis.nulls import null_replay
 from analysis.panel import PanelArrays
+from analysis.panel_audit import AuditRun, PanelAudit
 from analysis.panel_warnings import panel_warnings
 from analysis.ragscale_fields import ragscale_replay_fields
-from analysis.replay import FlipReplay, split_audit
+from analysis.rank_groups import rank_groups
 from analysis.resolution import resolution_cost
-from analysis.results import AuditRun, PanelAudit, jsonable
+from analysis.results import jsonable
 from analysis.retention import endpoint_retention, retention_bootstrap
-from analysis.selection import SelectionResult
+from analysis.selection import SELECTION_DRAWS, SELECTION_SEED, SelectionResult
 from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings, InvalidSetting
+from analysis.split_pass import FlipReplay, split_audit
 from analysis.store import audit_key, table_rows, write_tables
 from analysis.summary_json import SCHEMA_VERSION, dumps, summary
-from analysis.token_ratios import token_ratios
+from analysis.token_ratios import token_kind, token_ratios
 from analysis.transitions import rescue_damage
 from analysis.version import CODE_VERSION
 from warehouse.progress import NULL_PROGRESS, Progress
@@ -119,8 +122,9 @@ def audit_panel(
             ).flips  # fmt: skip
     transitions = rescue_damage(raw, comp, readers)
     resolution = resolution_cost(
-        raw, comp, raw_tokens=panel.raw_tokens, comp_tokens=panel.comp_tokens, gap=s.gap
-    )
+        raw, comp, raw_tokens=panel.raw_tokens, comp_tokens=panel.comp_tokens, gap=s.gap,
+        token_counts=token_kind(panel),
+    )  # fmt: skip
     nulls = []
     if s.nulls:
         progress.start(None, "nulls")
@@ -194,6 +198,11 @@ def audit_panel(
             panel, endpoint, split.flips, transitions, warnings
         ),
         warnings=warnings,
+        pair_tests=pair_tests(raw, comp, readers, binary=panel.is_binary),
+        mde=panel_mde(raw, comp, level=s.level, power=s.power),
+        rank_groups=rank_groups(
+            raw, comp, readers, draws=s.draws, seed=s.seed, level=s.level
+        ),
         arrays=panel,
     )
 
@@ -323,8 +332,8 @@ def audit_warehouse(
     baseline: str | None = None,
     stratify_by: str | None = None,
     cluster_by: str | None = None,
-    selection_draws: int = 2000,
-    selection_seed: int = 5768,
+    selection_draws: int = SELECTION_DRAWS,
+    selection_seed: int = SELECTION_SEED,
     snapshot_id: int | None = None,
     at: int | None = None,
     declared: Sequence[str] = (),
@@ -428,6 +437,7 @@ def audit_warehouse(
         pairs=[p for _, p in pairs],
         selections=[x for _, _, x in selections],
         comparison=comparison,
+        level=s.level,
     )
     written = 0
     if write_tables_:
@@ -535,6 +545,7 @@ def replay_audit_file(
         "metric_default": metric is None,
         "metrics_in_input": available if available is not None else [panel.metric],
         "panel": audit.to_dict(),
+        "multiplicity": family_block([audit], level=audit.settings["level"]),
     }
     paths = write_folder(output, document, [audit]) if output is not None else {}
     return AuditRun([audit], [], [], document, paths, 0, messages)

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from analysis.declared_pair import DeclaredPairResult
+from analysis.panel_audit import PanelAudit
 from analysis.report import html_report, markdown_report
-from analysis.results import PanelAudit
+from analysis.selection import SelectionResult
 from analysis.summary_json import dumps
-
-if TYPE_CHECKING:
-    from analysis.declared_pair import DeclaredPairResult
-    from analysis.selection import SelectionResult
 
 
 def write_folder(

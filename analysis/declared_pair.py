@@ -6,12 +6,12 @@ Point estimates follow ragscale 0.5.1 exactly: ``upgrade = mean(b) - mean(a)``
 (difference of means), ``retention = compressed / raw`` when ``|raw| >= gap``
 (absolute value, so a negative raw upgrade still gets a ratio), and the outcome
 label in the order insufficient-raw-separation, observed-order-reversed,
-observed-upgrade-attenuated, observed-upgrade-preserved. Those fields keep
-ragscale's names and values for parity; beside them ``raw_direction`` says
-whether the declared pair is an upgrade or a downgrade (sign of the raw
-upgrade), ``directional_outcome`` names a downgrade as one
-(``observed-downgrade-attenuated`` where ragscale says
-``observed-upgrade-attenuated``) and ``notes`` says so in a sentence. The row bootstrap
+observed-upgrade-attenuated, observed-upgrade-preserved (``ragscale_outcome``).
+ragscale applies that rule to ``|raw upgrade|`` and so calls a declared
+downgrade an attenuated *upgrade*; ``outcome`` is the label read in the pair's
+direction (``observed-downgrade-attenuated`` for a downgrade, as the endpoint
+retention labels name what the ratio measures), ``raw_direction`` is the sign
+of the raw upgrade and ``notes`` says so in a sentence. The row bootstrap
 draws one ``rng.integers(0, n, size=(draws, n))`` matrix from
 ``default_rng(seed)``, shares it by all four arrays and takes per draw the mean
 of the paired differences; ragscale's seed is ``run.seed + metric index``.
@@ -28,8 +28,12 @@ from typing import Any
 import numpy as np
 
 from analysis.bootstrap import SeedLike, generator, row_indices
+from analysis.gap_rule import separated
 from analysis.mcnemar import exact_pvalues
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
+from analysis.scores import is_binary
+from analysis.settings import DEFAULTS
+from analysis.transitions import rescue_damage
 
 OUTCOMES = (
     "insufficient-raw-separation",
@@ -84,7 +88,7 @@ class DeclaredPairResult(ResultMixin):
     candidate_rescue: float | None
     candidate_damage: float | None
     retention_alert_threshold: float
-    outcome: str
+    outcome: str  # ragscale's rule read in the pair's direction
     slices: list[dict[str, Any]]
     changed_examples: list[dict[str, Any]]
     raw_mcnemar_p: float | None
@@ -94,7 +98,7 @@ class DeclaredPairResult(ResultMixin):
     retention_draws_used: int
     gap: float
     raw_direction: str
-    directional_outcome: str
+    ragscale_outcome: str  # ragscale's label, |raw upgrade| rule
     notes: list[str] = field(default_factory=list)
     reasons: Mapping[str, str] = field(default_factory=dict)
 
@@ -110,12 +114,14 @@ class DeclaredPairResult(ResultMixin):
                 self.raw_upgrade,
                 *_ends(self.raw_upgrade_interval),
                 counts,
+                p_value=_p(self.raw_mcnemar_p),
             ),
             StatRow(
                 "pair_compressed_upgrade",
                 self.compressed_upgrade,
                 *_ends(self.compressed_upgrade_interval),
                 counts,
+                p_value=_p(self.compressed_mcnemar_p),
             ),
             StatRow(
                 "pair_upgrade_retention",
@@ -126,7 +132,7 @@ class DeclaredPairResult(ResultMixin):
                     "draws_used": self.retention_draws_used,
                     "outcome": self.outcome,
                     "raw_direction": self.raw_direction,
-                    "directional_outcome": self.directional_outcome,
+                    "ragscale_outcome": self.ragscale_outcome,
                 },
                 self.reasons.get("upgrade_retention"),
             ),
@@ -172,7 +178,7 @@ def outcome_label(
     threshold: float,
 ) -> str:
     """ragscale's outcome, checked in its order."""
-    if not abs(raw_upgrade) >= gap:
+    if not separated(raw_upgrade, gap):
         return OUTCOMES[0]
     if raw_upgrade * compressed_upgrade < 0:
         return OUTCOMES[1]
@@ -206,33 +212,33 @@ def direction_notes(
     direction: str, raw_upgrade: float, retention: float, outcome: str, *, gap: float
 ) -> list[str]:
     """One sentence for a declared downgrade whose raw gap is at least ``gap``."""
-    if direction != "downgrade" or not abs(raw_upgrade) >= gap:
+    if direction != "downgrade" or not separated(raw_upgrade, gap):
         return []
     share = f"{100 * retention:.1f}%" if np.isfinite(retention) else "not admissible"
     return [
         f"Declared downgrade: the candidate's raw score is {100 * -raw_upgrade:.1f}pp "
-        "below the current reader's. upgrade_retention and outcome keep ragscale's "
-        f"|upgrade| rule ({outcome}); here {share} is the share of the raw downgrade "
-        "still visible under compression."
+        "below the current reader's. upgrade_retention keeps ragscale's |upgrade| "
+        f"rule: {share} is the share of the raw downgrade still visible under "
+        f"compression ({directional_outcome(outcome, direction)}; ragscale: {outcome})."
     ]
 
 
-def _is_binary(*arrays: np.ndarray) -> bool:
-    return all(bool(np.isin(array, (0.0, 1.0)).all()) for array in arrays)
+def _p(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
 
 
-def rescue_damage(
+def reader_shares(
     raw: np.ndarray, comp: np.ndarray
 ) -> tuple[float | None, float | None, dict[str, str]]:
-    """ragscale's per-reader rescue (0->1 over all rows) and damage (1->0 over raw-correct)."""
-    if not _is_binary(raw, comp):
+    """One reader's rescue (0->1 over all rows) and damage (1->0 over raw-correct):
+    section 7's per-reader shares (:func:`analysis.transitions.rescue_damage`)."""
+    if not is_binary(raw, comp):
         reason = "scores are not all 0/1, so rescue and damage are undefined"
         return None, None, {"rescue": reason, "damage": reason}
-    rescue = float(np.mean((raw == 0) & (comp == 1)))
-    correct = raw == 1
-    if not correct.any():
-        return rescue, None, {"damage": "no raw-correct rows"}
-    return rescue, float(np.sum(correct & (comp == 0)) / np.sum(correct)), {}
+    row = rescue_damage(raw[None, :], comp[None, :], ["reader"]).per_reader[0]
+    if row["damage_share"] is None:
+        return row["rescue_share"], None, {"damage": row["damage_share_reason"]}
+    return row["rescue_share"], row["damage_share"], {}
 
 
 def pair_bootstrap(
@@ -245,7 +251,7 @@ def pair_bootstrap(
     gap: float,
     draws: int,
     seed: SeedLike,
-    level: float = 0.95,
+    level: float = DEFAULTS.level,
 ) -> tuple[Interval, Interval, Interval, int]:
     """Row bootstrap of the raw and compressed upgrades and their ratio (ragscale's rule).
 
@@ -261,7 +267,7 @@ def pair_bootstrap(
     indices = row_indices(generator(seed), n, draws)
     raw_up = (b_raw[indices] - a_raw[indices]).mean(axis=1)
     comp_up = (b_comp[indices] - a_comp[indices]).mean(axis=1)
-    keep = np.abs(raw_up) >= gap
+    keep = separated(raw_up, gap)
     ratios = comp_up[keep] / raw_up[keep]
     return (
         percentile_interval(raw_up, level),
@@ -297,7 +303,7 @@ def slices(
                 continue
             raw_up = float(raw_diff[mask].mean())
             comp_up = float(comp_diff[mask].mean())
-            retention = comp_up / raw_up if abs(raw_up) >= gap else None
+            retention = comp_up / raw_up if separated(raw_up, gap) else None
             item = {
                 "metric": data.metric,
                 "field": name,
@@ -357,12 +363,12 @@ def declared_pair(
     data: PairInput,
     /,
     *,
-    gap: float = 0.05,
+    gap: float = DEFAULTS.gap,
     threshold: float = 0.75,
-    draws: int = 2000,
-    seed: SeedLike = 20260821,
+    draws: int = DEFAULTS.pair_draws,
+    seed: SeedLike = DEFAULTS.seed,
     minimum_slice_rows: int = 10,
-    level: float = 0.95,
+    level: float = DEFAULTS.level,
 ) -> DeclaredPairResult:
     """ragscale ``run`` for one metric, computed from the four arrays."""
     a_raw, a_comp = data.current_raw, data.current_compressed
@@ -375,7 +381,7 @@ def declared_pair(
     candidate_raw, candidate_comp = float(b_raw.mean()), float(b_comp.mean())
     raw_up = candidate_raw - current_raw
     comp_up = candidate_comp - current_comp
-    if abs(raw_up) >= gap:
+    if separated(raw_up, gap):
         retention = comp_up / raw_up
     else:
         retention = float("nan")
@@ -389,20 +395,20 @@ def declared_pair(
         reasons["retention_interval"] = (
             "no bootstrap draw kept |raw upgrade| at or above the minimum"
         )
-    a_rescue, a_damage, a_reasons = rescue_damage(a_raw, a_comp)
-    b_rescue, b_damage, b_reasons = rescue_damage(b_raw, b_comp)
+    a_rescue, a_damage, a_reasons = reader_shares(a_raw, a_comp)
+    b_rescue, b_damage, b_reasons = reader_shares(b_raw, b_comp)
     for prefix, found in (("current", a_reasons), ("candidate", b_reasons)):
         for key, text in found.items():
             reasons[f"{prefix}_{key}"] = text
     raw_p = comp_p = None
-    if _is_binary(a_raw, a_comp, b_raw, b_comp):
+    if is_binary(a_raw, a_comp, b_raw, b_comp):
         raw_p = float(exact_pvalues(np.sum(a_raw > b_raw), np.sum(b_raw > a_raw)))
         comp_p = float(exact_pvalues(np.sum(a_comp > b_comp), np.sum(b_comp > a_comp)))
     else:
         reasons["raw_mcnemar_p"] = reasons["compressed_mcnemar_p"] = (
             "exact McNemar needs 0/1 scores"
         )
-    outcome = outcome_label(raw_up, comp_up, retention, gap=gap, threshold=threshold)
+    ragscale = outcome_label(raw_up, comp_up, retention, gap=gap, threshold=threshold)
     direction = raw_direction(raw_up)
     return DeclaredPairResult(
         metric=data.metric,
@@ -427,7 +433,7 @@ def declared_pair(
         candidate_rescue=b_rescue,
         candidate_damage=b_damage,
         retention_alert_threshold=threshold,
-        outcome=outcome,
+        outcome=directional_outcome(ragscale, direction),
         slices=slices(data, gap=gap, minimum_rows=minimum_slice_rows),
         changed_examples=changed_examples(data),
         raw_mcnemar_p=raw_p,
@@ -437,8 +443,8 @@ def declared_pair(
         retention_draws_used=used,
         gap=gap,
         raw_direction=direction,
-        directional_outcome=directional_outcome(outcome, direction),
-        notes=direction_notes(direction, raw_up, retention, outcome, gap=gap),
+        ragscale_outcome=ragscale,
+        notes=direction_notes(direction, raw_up, retention, ragscale, gap=gap),
         reasons=reasons,
     )
 

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from analysis.settings import DEFAULTS
 from analysis.splits import (
     SPREAD_TOLERANCE,
     SplitBatch,
@@ -46,7 +47,7 @@ def disjoint_splits(batch: SplitBatch) -> DisjointSplits:
 
 
 def disjoint_correlation(
-    splits: DisjointSplits, m: int, level: float = 0.95
+    splits: DisjointSplits, m: int, level: float = DEFAULTS.level
 ) -> SplitDistribution:
     return distribution(
         "disjoint_row_correlation",

@@ -42,6 +42,8 @@ from analysis.bootstrap import (
 )
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 from analysis.retention import BATCH, family_codes
+from analysis.scores import is_binary
+from analysis.settings import DEFAULTS
 
 #: A non-exact moment no larger than this share of its terms is set to zero.
 RELATIVE_TOLERANCE = 1e-10
@@ -128,11 +130,6 @@ class EIVResult(ResultMixin):
                 e.reasons.get("r_clipped") or self.reasons.get("interval"),
             )
         ]
-
-
-def is_binary(*arrays: np.ndarray) -> bool:
-    """Every entry of every array is exactly 0 or 1."""
-    return all(bool(np.isin(array, (0.0, 1.0)).all()) for array in arrays)
 
 
 def exact_moments_fit(n: int, max_copies: float) -> bool:
@@ -349,10 +346,10 @@ def eiv_bootstrap(
     families: Sequence[str],
     /,
     *,
-    draws: int = 5000,
-    seed: SeedLike = 20260821,
+    draws: int = DEFAULTS.draws,
+    seed: SeedLike = DEFAULTS.seed,
     headroom: bool = False,
-    level: float = 0.95,
+    level: float = DEFAULTS.level,
 ) -> EIVResult:
     """Family-by-row bootstrap of the whole corrected estimate, with boundary counts.
 

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from analysis.formatting import fixed, signed
-
-if TYPE_CHECKING:
-    from analysis.results import PanelAudit
+from analysis.panel_audit import PanelAudit
 
 
 def _subplots(
@@ -159,7 +156,7 @@ def excess_distribution(audit: PanelAudit) -> bytes | None:
     return _png(fig)
 
 
-def rescue_damage(audit: PanelAudit) -> bytes:
+def rescue_damage_chart(audit: PanelAudit) -> bytes:
     """Rescue and damage per reader (shares for 0/1 scores, pp changes otherwise)."""
     t = audit.transitions
     names = [r["reader"].split("/")[-1] for r in t.per_reader]

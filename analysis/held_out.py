@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from analysis.gap_rule import meets_gap
 from analysis.results import (
     Interval,
     ResultMixin,
@@ -26,6 +27,7 @@ from analysis.results import (
     median_or_nan,
     percentile_interval,
 )
+from analysis.settings import DEFAULTS
 from analysis.splits import SplitBatch
 
 
@@ -48,7 +50,7 @@ def held_out_splits(batch: SplitBatch, *, gap: float) -> HeldOutSplits:
     side = np.arange(2)[None, :]
     d_r = score_raw[ix, side, strong] - score_raw[ix, side, weak]
     d_c = score_comp[ix, side, strong] - score_comp[ix, side, weak]
-    valid = d_r >= gap
+    valid = meets_gap(d_r, gap)
     with np.errstate(invalid="ignore", divide="ignore"):
         retention = np.where(valid, d_c / np.where(valid, d_r, 1.0), np.nan)
     return HeldOutSplits(retention, np.where(valid, weak * m + strong, -1))
@@ -87,7 +89,7 @@ class HeldOutEndpoints(ResultMixin):
 
 
 def held_out_endpoints(
-    splits: HeldOutSplits, readers: Sequence[str], *, level: float = 0.95
+    splits: HeldOutSplits, readers: Sequence[str], *, level: float = DEFAULTS.level
 ) -> HeldOutEndpoints:
     """Section 6's result over every valid orientation (split order, S->T first)."""
     m = len(readers)

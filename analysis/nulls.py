@@ -43,10 +43,11 @@ from analysis.results import (
     median_or_nan,
     percentile_interval,
 )
+from analysis.scores import is_binary
+from analysis.settings import DEFAULTS
 from analysis.splits import (
     PackedCounts,
     difference_matrix,
-    is_binary,
     permutations,
     rates,
     row_median,
@@ -148,9 +149,9 @@ def null_replay(
     observed_both_half: float,
     draws: int = 200,
     splits: int = 250,
-    seed: SeedLike = 20260822,
-    gap: float = 0.05,
-    level: float = 0.95,
+    seed: SeedLike = DEFAULTS.effective_null_seed,
+    gap: float = DEFAULTS.gap,
+    level: float = DEFAULTS.level,
     batch: int = 25,
 ) -> NullComparison:
     """Replay ``draws`` null panels, each over its own ``splits`` splits."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.scores import is_binary
 from warehouse.errors import WarehouseError
 
 
@@ -51,9 +52,7 @@ class PanelArrays:
     @property
     def is_binary(self) -> bool:
         """Every raw and compressed score is exactly 0 or 1."""
-        return bool(
-            np.isin(self.raw, (0.0, 1.0)).all() and np.isin(self.comp, (0.0, 1.0)).all()
-        )
+        return is_binary(self.raw, self.comp)
 
     def fingerprint(self) -> str:
         """``sha256:`` of the labels and the exact float64 bytes of both matrices."""

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from analysis.panel import PanelArrays
-from analysis.replay import FlipReplay
 from analysis.results import UNDEFINED, jsonable
 from analysis.retention import EndpointRetention
+from analysis.split_pass import FlipReplay
 from analysis.transitions import RescueDamage
 
 NOT_BINARY = "scores are not all 0/1"

@@ -5,15 +5,14 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from analysis import figures
+from analysis.declared_pair import DeclaredPairResult
 from analysis.formatting import NA, num, pct, pp
-from analysis.results import Interval, PanelAudit
-
-if TYPE_CHECKING:
-    from analysis.declared_pair import DeclaredPairResult
-    from analysis.selection import SelectionResult
+from analysis.panel_audit import PanelAudit
+from analysis.results import Interval
+from analysis.selection import SelectionResult
 
 
 def span(interval: Interval | None, fmt=pp) -> str:  # noqa: ANN001
@@ -74,8 +73,8 @@ def pair_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
         lines += [
             f"### {p.metric}",
             "",
-            f"- Direction: {p.raw_direction}; outcome {p.outcome} (ragscale); "
-            f"read as {p.directional_outcome}",
+            f"- Direction: {p.raw_direction}; outcome {p.outcome} "
+            f"(ragscale's |upgrade| rule: {p.ragscale_outcome})",
             f"- Raw reader upgrade interval: {span(p.raw_upgrade_interval)}",
             f"- Visible compressed upgrade interval: {span(p.compressed_upgrade_interval)}",
             f"- Upgrade-retention interval: {span(p.retention_interval, pct)} ({p.retention_draws_used} of {p.bootstrap_draws} row-bootstrap draws kept, seed {p.bootstrap_seed})",
@@ -358,7 +357,75 @@ def panel_lines(audit: PanelAudit) -> list[str]:
             for x in audit.readers
         ],
     ) + [""]
+    return lines + rank_lines(audit)
+
+
+def rank_lines(audit: PanelAudit) -> list[str]:
+    """Rank groups per condition and the panel's minimum detectable effect."""
+    lines = [
+        f"**Rank groups** (readers the data cannot order at the {pct(audit.settings['level'])} "
+        "level: connected by pairs whose row-bootstrap interval of the difference contains 0)",
+        "",
+    ]
+    rows = []
+    for groups in audit.rank_groups:
+        text = " > ".join("{" + ", ".join(members) + "}" for members in groups.groups)
+        rows.append(
+            [
+                groups.condition,
+                len(groups.groups),
+                f"{groups.unresolved_pairs} of {groups.pairs}",
+                text,
+            ]
+        )
+    lines += _table(
+        ["Condition", "Groups", "Unresolved pairs", "Groups, best first"], rows
+    )
+    mde = audit.mde
+    lines += [
+        "",
+        f"Minimum detectable reader difference (two-sided, alpha {1 - mde.level:.2f}, power "
+        f"{mde.power:.2f}, {mde.rows} rows): raw {pp(mde.raw_mde)}, compressed "
+        f"{pp(mde.compressed_mde)}.",
+        "",
+    ]
     return lines
+
+
+#: Cells listed in the report's multiplicity table (smallest p first).
+REPORT_CELLS = 30
+
+
+def multiplicity_lines(document: Mapping[str, Any]) -> list[str]:
+    """The family of p-values with Holm and Benjamini-Hochberg adjustments."""
+    block = document.get("multiplicity")
+    if not block or not block["tests"]:
+        return []
+    cells = sorted(
+        block["cells"], key=lambda c: (c["p_value"], c["panel_id"], c["statistic"])
+    )
+    lines = [
+        "## Multiplicity",
+        "",
+        f"{block['tests']} p-values in this audit ({block['family']}). At alpha "
+        f"{block['alpha']:g}: {block['rejected_holm']} below after Holm (family-wise), "
+        f"{block['rejected_bh']} after Benjamini-Hochberg (false discovery rate).",
+        "",
+    ]
+    lines += _table(
+        ["Panel", "Test", "p", "Holm", "BH"],
+        [
+            [c["panel_id"], c["statistic"], num(c["p_value"], 4), num(c["p_holm"], 4),
+             num(c["p_bh"], 4)]
+            for c in cells[:REPORT_CELLS]
+        ],
+    )  # fmt: skip
+    if len(cells) > REPORT_CELLS:
+        lines += [
+            "",
+            f"The {len(cells) - REPORT_CELLS} larger p-values are in summary.json.",
+        ]
+    return lines + [""]
 
 
 def selection_lines(selections: Sequence[SelectionResult]) -> list[str]:
@@ -412,6 +479,7 @@ def markdown_report(
     for audit in audits:
         lines += panel_lines(audit)
     lines += selection_lines(selections)
+    lines += multiplicity_lines(document)
     lines += ["## Scope", "", SCOPE, ""]
     return "\n".join(lines)
 
@@ -513,10 +581,11 @@ def html_report(
             _img(figures.reader_scatter(audit), "raw vs compressed score per reader"),
             _img(figures.endpoint_upgrade(audit), "endpoint upgrade raw vs compressed"),
             _img(figures.excess_distribution(audit), "excess flips per split"),
-            _img(figures.rescue_damage(audit), "rescue and damage per reader"),
+            _img(figures.rescue_damage_chart(audit), "rescue and damage per reader"),
         ]
         body.append('<div class="figs">' + "".join(figs) + "</div>")
     body.append(_md_to_html(selection_lines(selections)))
+    body.append(_md_to_html(multiplicity_lines(document)))
     body.append(_md_to_html(["## Scope", "", SCOPE]))
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>ragledger audit</title>"

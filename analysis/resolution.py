@@ -3,16 +3,19 @@
 Notes
 -----
 For a pair oriented so b has the higher raw mean, with raw upgrade
-``mu_b - mu_a >= gap`` (the gap rule of :func:`analysis.splits.separated`: a
-difference of the two reader means, so ``0.35 - 0.30 = 0.04999999999999999``
-is below 5pp here exactly as in the flips) and retention
+``mu_b - mu_a >= gap`` (the gap rule of :mod:`analysis.gap_rule`, exact on
+k/n scores, so ``0.35 - 0.30`` is 5pp here exactly as in the flips) and retention
 ``rho = (muc_b - muc_a) / (mu_b - mu_a) > 0``: ``D_i = score_b,i - score_a,i`` and
 ``n-ratio = Var(D_comp) / Var(D_raw) / rho^2`` (ddof = 1), the factor by which
 the question count must grow for the compressed comparison to regain the raw
 signal-to-noise ratio (independent questions, normal approximation).
-``token-cost ratio = n-ratio x the pair's mean compressed/raw prompt-token
-ratio`` (mean over the pair's cells of ``comp_tokens / raw_tokens``). The
-cross-fit version lives in :mod:`analysis.resolution_crossfit`.
+``token-cost ratio = n-ratio x the pair's mean compressed/raw token ratio``
+(mean over the pair's cells of ``comp_tokens / raw_tokens``). Which tokens those
+are is the caller's to say and is published beside the ratio as
+``token_counts``: ``prompt`` (the warehouse's prompt tokens per call),
+``total`` (ragscale's ``raw_tokens`` / ``compressed_tokens``: prompt plus
+completion) or ``none``. The cross-fit version lives in
+:mod:`analysis.resolution_crossfit`.
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.results import Interval, ResultMixin, StatRow, median_or_nan
+from analysis.settings import DEFAULTS
 from analysis.splits import pair_indices, separated
+
+#: The kinds of token count a panel can carry (docs/statistics.md section 9).
+TOKEN_KINDS = ("prompt", "total")
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class ResolutionCost(ResultMixin):
     median_token_cost_ratio: float
     token_cost_iqr: Interval
     gap: float
+    token_counts: str = "none"  # which tokens the token ratios are made of
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
@@ -62,6 +70,7 @@ class ResolutionCost(ResultMixin):
                     **counts,
                     "interval": "interquartile range",
                     "median_token_ratio": self.median_token_ratio,
+                    "token_counts": self.token_counts,
                 },
                 self.reasons.get("median_token_cost_ratio"),
             ),
@@ -75,9 +84,20 @@ def resolution_cost(
     *,
     raw_tokens: np.ndarray | None = None,
     comp_tokens: np.ndarray | None = None,
-    gap: float = 0.05,
+    gap: float = DEFAULTS.gap,
+    token_counts: str | None = None,
 ) -> ResolutionCost:
-    """Median n-ratio over raw-separated pairs with positive retention (vectorised over pairs)."""
+    """Median n-ratio over raw-separated pairs with positive retention (vectorised over pairs).
+
+    ``token_counts`` names the kind of the token arrays (``prompt`` or
+    ``total``, see :data:`TOKEN_KINDS`); required when they are given.
+    """
+    has_tokens = raw_tokens is not None and comp_tokens is not None
+    if has_tokens and token_counts not in TOKEN_KINDS:
+        raise ValueError(
+            f"token_counts must name the token arrays' kind {TOKEN_KINDS}, got {token_counts!r}"
+        )
+    kind = str(token_counts) if has_tokens else "none"
     m, n = raw.shape
     lo, hi = pair_indices(m)
     mu = raw.mean(axis=1)
@@ -104,12 +124,12 @@ def resolution_cost(
             "no pair has a raw upgrade at or above the minimum with positive retention"
         )
     token_ratio = np.full(lo.size, np.nan)
-    if raw_tokens is not None and comp_tokens is not None and np.all(raw_tokens > 0):
+    if has_tokens and np.all(raw_tokens > 0):
         per_cell = comp_tokens / raw_tokens
         token_ratio = (per_cell[a] + per_cell[b]).mean(axis=1) / 2
     else:
         reasons["median_token_ratio"] = reasons["median_token_cost_ratio"] = (
-            "prompt-token counts are missing (or zero) for this panel"
+            "token counts are missing (or zero) for this panel"
         )
     cost = ratio * token_ratio
     cost_used = cost[usable & np.isfinite(cost)]
@@ -129,5 +149,6 @@ def resolution_cost(
         median_token_cost_ratio=median_or_nan(cost_used),
         token_cost_iqr=iqr,
         gap=gap,
+        token_counts=kind,
         reasons=reasons,
     )

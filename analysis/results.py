@@ -10,9 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+
+from analysis.settings import DEFAULTS
 
 #: The default reason when a field is undefined and nobody said why.
 UNDEFINED = "undefined"
@@ -90,6 +92,8 @@ class StatRow:
     high: float = float("nan")
     counts: Mapping[str, Any] = field(default_factory=dict)
     reason: str | None = None
+    #: the p-value of a test this row reports (docs/statistics.md section 12)
+    p_value: float = float("nan")
 
 
 class ResultMixin:
@@ -116,7 +120,7 @@ class ResultMixin:
         return []
 
 
-def percentile_interval(values: np.ndarray, level: float = 0.95) -> Interval:
+def percentile_interval(values: np.ndarray, level: float = DEFAULTS.level) -> Interval:
     """Percentile interval (numpy ``linear``), undefined for no values.
 
     Notes
@@ -140,101 +144,3 @@ def median_or_nan(values: np.ndarray) -> float:
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
     return float(np.median(values)) if values.size else float("nan")
-
-
-# ---------------------------------------------------------------- whole audits
-#
-# The section results are defined beside their statistic (retention.py, eiv.py,
-# replay.py, ...); these containers only hold them, so the names are imported
-# for annotations alone and nothing here imports a statistic at run time.
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from analysis.declared_pair import DeclaredPairResult
-    from analysis.eiv import EIVResult
-    from analysis.nulls import NullComparison
-    from analysis.panel import PanelArrays
-    from analysis.replay import FlipReplay, SplitAudit
-    from analysis.resolution import ResolutionCost
-    from analysis.retention import EndpointRetention, RetentionBootstrap
-    from analysis.selection import SelectionResult
-    from analysis.token_ratios import TokenRatios
-    from analysis.transitions import RescueDamage
-
-
-@dataclass(frozen=True)
-class PanelAudit(ResultMixin):
-    """Every statistic of one panel, with the inputs' fingerprint and code version.
-
-    ``declared_pairs`` holds the declared reader pairs audited on this panel
-    (``audit --current A --candidate B``), the same results as the top-level
-    ``metrics`` list of ``summary.json``.
-    """
-
-    panel: Mapping[str, Any]
-    settings: Mapping[str, Any]
-    input_fingerprint: str
-    code_version: str
-    readers: list[dict[str, Any]]
-    endpoint: EndpointRetention
-    retention_family_row: RetentionBootstrap
-    retention_row: RetentionBootstrap
-    eiv: EIVResult
-    eiv_headroom: EIVResult
-    split: SplitAudit
-    sensitivity: Mapping[str, FlipReplay]
-    transitions: RescueDamage
-    resolution: ResolutionCost
-    token_ratios: TokenRatios
-    nulls: list[NullComparison]
-    replay: Mapping[str, Any]
-    warnings: list[str]
-    declared_pairs: list[DeclaredPairResult] = field(default_factory=list)
-    reasons: Mapping[str, str] = field(default_factory=dict)
-    arrays: PanelArrays | None = field(
-        default=None, repr=False, compare=False, metadata={"json": False}
-    )
-
-    def panel_stat_rows(self) -> list[StatRow]:
-        """The panel's own ``analysis.statistics`` rows (declared pairs excluded)."""
-        rows = self.endpoint.stat_rows()
-        for part in (
-            self.retention_family_row,
-            self.retention_row,
-            self.eiv,
-            self.eiv_headroom,
-            self.split,
-            self.transitions,
-            self.resolution,
-            self.token_ratios,
-            *self.nulls,
-        ):
-            rows += part.stat_rows()
-        for name, flips in self.sensitivity.items():
-            rows += flips.stat_rows(suffix=f"[{name}]")
-        return rows
-
-    def stat_rows(self) -> list[StatRow]:
-        """:meth:`panel_stat_rows` then each declared pair's rows."""
-        rows = self.panel_stat_rows()
-        for pair in self.declared_pairs:
-            rows += pair.stat_rows()
-        return rows
-
-
-@dataclass(frozen=True)
-class AuditRun:
-    """What one ``ragledger audit`` / ``replay-audit`` call produced.
-
-    ``messages`` are notes for the user (skipped panels, a metric chosen by
-    default); each audit's warnings stay on the audit.
-    """
-
-    audits: list[PanelAudit]
-    pairs: list[tuple[PanelAudit, DeclaredPairResult]]
-    selections: list[tuple[str, str, SelectionResult]]
-    document: dict[str, Any]
-    paths: dict[str, Path]
-    rows_written: int
-    messages: list[str]

@@ -23,11 +23,13 @@ from analysis.bootstrap import (
     row_indices,
     single_blas,
 )
+from analysis.gap_rule import meets_gap
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
+from analysis.settings import DEFAULTS
 
-DEFAULT_GAP = 0.05
-DEFAULT_SEED = 20260821
-DEFAULT_DRAWS = 5000
+DEFAULT_GAP = DEFAULTS.gap
+DEFAULT_SEED = DEFAULTS.seed
+DEFAULT_DRAWS = DEFAULTS.draws
 #: Rows per bootstrap batch: bounds memory at ``batch * n`` floats.
 BATCH = 1000
 
@@ -92,7 +94,7 @@ def endpoint_retention(
     if len(readers) < 2:
         rho = float("nan")
         reasons["retention"] = "fewer than two readers"
-    elif d_raw < gap:
+    elif not meets_gap(d_raw, gap):
         rho = float("nan")
         reasons["retention"] = (
             f"raw endpoint gap {d_raw:.4f} is below the minimum {gap:g}"
@@ -209,7 +211,7 @@ def retention_bootstrap(
     gap: float = DEFAULT_GAP,
     draws: int = DEFAULT_DRAWS,
     seed: SeedLike = DEFAULT_SEED,
-    level: float = 0.95,
+    level: float = DEFAULTS.level,
 ) -> RetentionBootstrap:
     """Family-by-row (``families`` given) or row-only (``None``) endpoint bootstrap.
 
@@ -224,7 +226,7 @@ def retention_bootstrap(
     rng = generator(seed)
     (mu_raw, mu_comp), present = resampled_means(rng, [raw, comp], families, draws)
     weak, strong, d_raw, d_comp = endpoint_draws(mu_raw, mu_comp, present)
-    keep = d_raw >= gap
+    keep = meets_gap(d_raw, gap)
     rho = d_comp[keep] / d_raw[keep]
     full_weak, full_strong = int(np.argmin(raw.mean(1))), int(np.argmax(raw.mean(1)))
     same_pair = (weak == full_weak) & (strong == full_strong)

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from analysis.flips import FlipCounts, PairFlips
+from analysis.gap_rule import meets_gap
 from analysis.results import ResultMixin, StatRow
 from analysis.splits import SplitBatch
 
@@ -52,7 +53,7 @@ def _retention_flags(
     raw_t, comp_t = batch.raw.mean_t, batch.comp.mean_t
     d_r = np.take_along_axis(raw_t, hi, 1) - np.take_along_axis(raw_t, lo, 1)
     d_c = np.take_along_axis(comp_t, hi, 1) - np.take_along_axis(comp_t, lo, 1)
-    admissible = d_r >= gap
+    admissible = meets_gap(d_r, gap)
     with np.errstate(invalid="ignore", divide="ignore"):
         low = admissible & (d_c / np.where(admissible, d_r, 1.0) < threshold)
     return low | (~admissible & missing_flags)

@@ -30,8 +30,11 @@ from analysis.bootstrap import (
     stratified_indices,
 )
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
+from analysis.settings import DEFAULTS
 
 SELECTION_SEED = 5768
+#: Paired bootstrap draws of the selection comparison (CoRA-Bench App. B).
+SELECTION_DRAWS = 2000
 Resampling = Literal["plain", "stratified", "clustered"]
 
 
@@ -49,6 +52,8 @@ class MethodAccuracy(ResultMixin):
     difference: float | None
     difference_interval: Interval | None
     reasons: Mapping[str, str] = field(default_factory=dict)
+    #: paired-bootstrap p of the difference (docs/statistics.md section 11)
+    difference_pvalue: float | None = None
 
 
 @dataclass(frozen=True)
@@ -92,16 +97,34 @@ class SelectionResult(ResultMixin):
                         item.difference_interval.low,
                         item.difference_interval.high,
                         counts,
+                        p_value=_p(item.difference_pvalue),
                     )
                 )
         return rows
+
+
+def _p(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def bootstrap_pvalue(differences: np.ndarray) -> float:
+    """Two-sided percentile-bootstrap p of a difference: ``min(1, 2 min(P(d <= 0), P(d >= 0)))``.
+
+    The smallest ``1 - level`` at which the percentile interval of the draws
+    would stop containing 0 (up to the interpolation of the interval's ends).
+    """
+    d = np.asarray(differences, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return float("nan")
+    return float(min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0))))
 
 
 def question_weights(
     questions: int,
     /,
     *,
-    draws: int = 2000,
+    draws: int = SELECTION_DRAWS,
     seed: SeedLike = SELECTION_SEED,
     strata: Sequence[object] | None = None,
     clusters: Sequence[object] | None = None,
@@ -124,11 +147,11 @@ def selection_accuracy(
     /,
     *,
     baseline: str | None = None,
-    draws: int = 2000,
+    draws: int = SELECTION_DRAWS,
     seed: SeedLike = SELECTION_SEED,
     strata: Sequence[object] | None = None,
     clusters: Sequence[object] | None = None,
-    level: float = 0.95,
+    level: float = DEFAULTS.level,
 ) -> SelectionResult:
     """Accuracy per method with shared paired draws and differences against ``baseline``.
 
@@ -167,10 +190,11 @@ def selection_accuracy(
     for k, name in enumerate(names):
         matrix = np.asarray(scores[name], float).reshape(q, -1)
         per_seed = matrix.mean(axis=0)
-        difference = diff_interval = None
+        difference = diff_interval = diff_p = None
         if base is not None and k != base:
             difference = float(averaged[k].mean() - averaged[base].mean())
             diff_interval = percentile_interval(boot[:, k] - boot[:, base], level)
+            diff_p = bootstrap_pvalue(boot[:, k] - boot[:, base])
         methods.append(
             MethodAccuracy(
                 method=name,
@@ -182,6 +206,7 @@ def selection_accuracy(
                 seed_max=float(per_seed.max()),
                 difference=difference,
                 difference_interval=diff_interval,
+                difference_pvalue=diff_p,
             )
         )
     return SelectionResult(

@@ -36,6 +36,7 @@ class AuditSettings:
     retention_threshold: float = 0.75
     excess_threshold: float = 0.05
     level: float = 0.95
+    power: float = 0.8  # of the minimum detectable effect (section 12)
     nulls: bool = True
     sensitivity: bool = False
     pair_draws: int = 2000
@@ -52,6 +53,8 @@ class AuditSettings:
             raise InvalidSetting("gap", f"must lie in [0, 1], got {self.gap!r}")
         if not 0 < self.level < 1:
             raise InvalidSetting("level", f"must lie in (0, 1), got {self.level!r}")
+        if not 0 < self.power < 1:
+            raise InvalidSetting("power", f"must lie in (0, 1), got {self.power!r}")
 
     @property
     def effective_null_seed(self) -> int:
@@ -61,3 +64,8 @@ class AuditSettings:
         out = asdict(self)
         out["null_seed"] = self.effective_null_seed
         return out
+
+
+#: The defaults of every statistic's keyword arguments: the one source of the
+#: audit's defaults (the CLI reads its option defaults from it too).
+DEFAULTS = AuditSettings()

@@ -14,13 +14,12 @@ differences of those means; the per-statistic kernels (``flips``,
 Reader pairs are the upper triangle ``(i, j), i < j`` (row-major); a pair's
 difference is ``mean_j - mean_i``.
 
-**The gap rule** (one rule for every gap test in the split pass, the
-full-sample flips and the full-sample resolution cost, ragscale's): a pair is
-separated when ``|mean_j - mean_i| >= gap``, where each mean is that reader's
-float64 ``sum / count`` over the rows concerned and the difference is one
-float64 subtraction of the two means (not the mean of the paired
-differences, which can round to the other side of ``gap``; e.g.
-``0.35 - 0.30 = 0.04999999999999999`` is *not* separated at 5pp).
+**The gap rule** (:mod:`analysis.gap_rule`, one rule for every gap test of
+every statistic): a pair is separated when ``|mean_j - mean_i| >= gap``, where
+each mean is that reader's float64 ``sum / count`` over the rows concerned,
+the difference is one float64 subtraction of the two means, and the
+comparison is exact on k/n scores (``0.35 - 0.30 = 0.04999999999999999`` *is*
+separated at 5pp).
 See :func:`separated`.
 
 Exactness: half means are ``sum / size``. For 0/1 scores the sums are exact
@@ -44,6 +43,7 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
+from analysis.gap_rule import separated as gap_separated
 from analysis.results import (
     Interval,
     ResultMixin,
@@ -51,8 +51,10 @@ from analysis.results import (
     median_or_nan,
     percentile_interval,
 )
+from analysis.scores import is_binary
+from analysis.settings import DEFAULTS
 
-DEFAULT_SPLITS = 5000
+DEFAULT_SPLITS = DEFAULTS.splits
 DEFAULT_BATCH = 1000
 
 #: Working memory one batch may take, roughly: gathered scores (``m x n``
@@ -67,8 +69,8 @@ SPREAD_TOLERANCE = 1e-12
 
 
 def separated(difference: np.ndarray, gap: float) -> np.ndarray:
-    """The gap rule: ``|mean_j - mean_i| >= gap`` on a difference of float64 means."""
-    return np.abs(difference) >= gap
+    """The gap rule (:mod:`analysis.gap_rule`): ``|mean_j - mean_i| >= gap``, exact on k/n scores."""
+    return np.asarray(gap_separated(difference, gap))
 
 
 def permutations(rng: np.random.Generator, n: int, count: int) -> np.ndarray:
@@ -177,11 +179,6 @@ class PackedCounts:
         for q in range(self.per_pack):
             np.bitwise_and(fields >> (self.bits * q), low, out=out[:, q])
         return out.reshape(mask.shape[0], self.per_pack * self.width)[:, : self.count]
-
-
-def is_binary(*arrays: np.ndarray) -> bool:
-    """Every score is exactly 0 or 1."""
-    return all(bool(np.isin(a, (0.0, 1.0)).all()) for a in arrays)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,10 @@ inserted, so a rerun replaces its rows and a failure leaves the tables as they
 were.
 
 ``analysis.audits.snapshot_id`` is a nullable slot for the warehouse snapshot
-the audit read; it is written when the table has that column.
+the audit read; it is written when the table has that column. So are
+``analysis.statistics.p_value``, ``p_holm`` and ``p_bh`` (migration 0012): a
+row reporting a test carries its p-value and the Holm and Benjamini-Hochberg
+values adjusted across the family of the call (:mod:`analysis.multiplicity`).
 """
 
 from __future__ import annotations
@@ -18,19 +21,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from analysis.results import PanelAudit, StatRow, jsonable
+from analysis.declared_pair import DeclaredPairResult
+from analysis.multiplicity import declared_pair_lookup, family
+from analysis.panel_audit import PanelAudit
+from analysis.results import StatRow, jsonable
+from analysis.selection import SelectionResult
 from analysis.summary_json import dumps
 from analysis.version import CODE_VERSION
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_json
-
-if TYPE_CHECKING:
-    from analysis.declared_pair import DeclaredPairResult
-    from analysis.selection import SelectionResult
 
 AUDIT_COLUMNS = (
     "audit_id", "panel_id", "panel_name", "metric", "mode", "declared_pair",
@@ -41,6 +44,8 @@ STATISTIC_COLUMNS = (
     "interval_high", "reason", "counts_json", "seed", "draws", "input_fingerprint",
     "code_version",
 )  # fmt: skip
+#: Columns of migration 0012, written when the table has them (after STATISTIC_COLUMNS).
+P_COLUMNS = ("p_value", "p_holm", "p_bh")
 READER_COLUMNS = (
     "audit_id", "panel_id", "reader_id", "reader_family", "raw_mean",
     "compressed_mean", "gain", "rescue", "damage", "cells", "code_version",
@@ -67,8 +72,11 @@ def table_rows(
     seed: int,
     draws: int,
     fingerprint: str,
+    adjusted: Mapping[str, tuple[float, float]] | None = None,
 ) -> list[tuple[Any, ...]]:
-    """``analysis.statistics`` rows in :data:`STATISTIC_COLUMNS` order.
+    """``analysis.statistics`` rows in :data:`STATISTIC_COLUMNS` + :data:`P_COLUMNS` order.
+
+    ``adjusted`` maps a statistic to its (Holm, BH) adjusted p-values.
 
     Non-finite numbers become NULL; an undefined estimate keeps its reason
     ("undefined" when nobody gave one). A repeated statistic name within one
@@ -100,6 +108,11 @@ def table_rows(
                 draws,
                 fingerprint,
                 CODE_VERSION,
+                _finite(row.p_value),
+                *[
+                    _finite(v)
+                    for v in (adjusted or {}).get(row.statistic, (None, None))
+                ],
             )  # fmt: skip
         )
     return out
@@ -159,6 +172,13 @@ def build_rows(
 ) -> _Rows:
     """All rows of these audits, in a fixed order, with every key checked."""
     out = _Rows([], [], [])
+    cells = family(audits, [selection for _, _, selection in selections])
+    adjusted: dict[str, dict[str, tuple[float, float]]] = {}
+    for cell in cells:
+        adjusted.setdefault(cell["panel_id"], {})[cell["statistic"]] = (
+            cell["p_holm"],
+            cell["p_bh"],
+        )
     for audit in audits:
         panel_id, metric = audit.panel["panel_id"], audit.panel["metric"]
         key = audit_key(panel_id, "panel")
@@ -179,6 +199,7 @@ def build_rows(
         out.statistics += table_rows(
             key, panel_id, metric, audit.panel_stat_rows(), seed=settings["seed"],
             draws=settings["draws"], fingerprint=audit.input_fingerprint,
+            adjusted=adjusted.get(panel_id),
         )  # fmt: skip
         out.readers += _reader_rows(key, audit)
     for audit, pair in pairs:
@@ -199,10 +220,17 @@ def build_rows(
                 dumps(pair.to_dict()),
             )  # fmt: skip
         )
+        readers = [reader["reader"] for reader in audit.readers]
+        found = declared_pair_lookup(cells, panel_id, readers, *names)
         out.statistics += table_rows(
             key, panel_id, pair.metric, pair.stat_rows(),
             seed=pair.bootstrap_seed or 0, draws=pair.bootstrap_draws,
             fingerprint=audit.input_fingerprint,
+            adjusted={
+                f"pair_{condition}_upgrade": value
+                for condition, value in found.items()
+                if value is not None
+            },
         )  # fmt: skip
     for panel_id, fingerprint, selection in selections:
         key = audit_key(panel_id, "selection")
@@ -227,6 +255,7 @@ def build_rows(
         out.statistics += table_rows(
             key, panel_id, "", selection.stat_rows(), seed=selection.seed or 0,
             draws=selection.draws, fingerprint=fingerprint,
+            adjusted=adjusted.get(selection.label),
         )  # fmt: skip
     _check_keys(out)
     return out
@@ -312,6 +341,16 @@ def write_tables(
                 f"values ({marks}, now())",
                 audit_rows,
             )
-        _insert(con, "analysis.statistics", STATISTIC_COLUMNS, rows.statistics)
+        if _has_column(con, "analysis", "statistics", "p_value"):
+            _insert(
+                con, "analysis.statistics", (*STATISTIC_COLUMNS, *P_COLUMNS),
+                rows.statistics,
+            )  # fmt: skip
+        else:
+            width = len(STATISTIC_COLUMNS)
+            _insert(
+                con, "analysis.statistics", STATISTIC_COLUMNS,
+                [row[:width] for row in rows.statistics],
+            )  # fmt: skip
         _insert(con, "analysis.reader_results", READER_COLUMNS, rows.readers)
     return len(rows.statistics)

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from analysis.panel import PanelArrays
-from analysis.resolution import ResolutionCost
+from analysis.resolution import TOKEN_KINDS, ResolutionCost
 from analysis.results import Interval, ResultMixin, StatRow
 
-KINDS = ("prompt", "total")
+KINDS = TOKEN_KINDS
 DESCRIPTIONS = {
     "prompt": "prompt tokens per reader call (warehouse fct_panel_cells.*_prompt_tokens)",
     "total": "ragscale raw_tokens/compressed_tokens: prompt plus completion tokens per reader call",

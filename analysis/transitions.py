@@ -22,6 +22,7 @@ import numpy as np
 from scipy.stats import chi2
 
 from analysis.results import ResultMixin, StatRow
+from analysis.scores import is_binary
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ class RescueDamage(ResultMixin):
                             "yates": test.corrected,
                         },
                         reason=test.reasons.get("pvalue"),
+                        p_value=test.pvalue,
                     )
                 )
         return rows
@@ -148,7 +150,7 @@ def rescue_damage(
 ) -> RescueDamage:
     """Section 7 on a panel; the cross-reader SD uses ddof = 1."""
     m, n = raw.shape
-    binary = bool(np.isin(raw, (0.0, 1.0)).all() and np.isin(comp, (0.0, 1.0)).all())
+    binary = is_binary(raw, comp)
     reasons: dict[str, str] = {}
     if binary:
         rescued = ((raw == 0) & (comp == 1)).sum(axis=1)

@@ -3,4 +3,4 @@
 from __future__ import annotations
 
 #: Bumped when a statistic's definition or numbers change; stored with every row.
-CODE_VERSION = "analysis-2"
+CODE_VERSION = "analysis-3"

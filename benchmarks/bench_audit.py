@@ -158,7 +158,7 @@ def ragscale_replay(
 
 def ours_replay(path: Path, *, splits: int, seed: int) -> dict:
     from analysis.ragscale_files import read_panel_csv
-    from analysis.replay import split_replay
+    from analysis.split_pass import split_replay
 
     panel = read_panel_csv(path)
     flips = split_replay(panel.raw, panel.comp, splits=splits, seed=seed, gap=GAP)
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from analysis.audit import AuditSettings, audit_panel
     from analysis.panel import PanelArrays
-    from analysis.replay import split_replay
+    from analysis.split_pass import split_replay
 
     raw, comp, readers, families = simulate()
     panel = PanelArrays(
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
             raw, comp, families, draws=5000, seed=SEED
         ),
         "split audit (5,000 splits, McNemar, held-out, screen)": lambda: __import__(
-            "analysis.replay", fromlist=["x"]
+            "analysis.split_pass", fromlist=["x"]
         ).split_audit(raw, comp, families, readers, splits=5000, seed=SEED),
         "one null (200 x 250)": lambda: __import__(
             "analysis.nulls", fromlist=["x"]

@@ -12,7 +12,7 @@ panel on the production code path, against ragscale's loop, in one run.
    implementation that reproduces ragscale's splits).
 3. Whole ``audit_panel`` of that panel at defaults, CPU seconds.
 4. Where a split's CPU goes: each step of the pass (the functions
-   :func:`analysis.replay.split_audit` calls, on batches of its default size),
+   :func:`analysis.split_pass.split_audit` calls, on batches of its default size),
    median over batches.
 
 Times are CPU seconds of this process, all threads (``time.process_time``):

@@ -8,10 +8,15 @@ from typing import Any
 
 import click
 
+from analysis.selection import SELECTION_SEED
+from analysis.settings import AuditSettings
 from ragledger.cli.common import database_path, error_handler
 from ragledger.cli.console import RichProgress, console, errors, print_table
 from warehouse.connections import default_database_path
 from warehouse.errors import WarehouseError
+
+#: The audit defaults, read from their one source (analysis/settings.py).
+DEFAULTS = AuditSettings()
 
 
 def _counts(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -20,42 +25,42 @@ def _counts(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--seed",
             type=int,
-            default=20260821,
+            default=DEFAULTS.seed,
             show_default=True,
             help="Seed of every resampling and split sequence.",
         ),
         click.option(
             "--gap",
             type=float,
-            default=0.05,
+            default=DEFAULTS.gap,
             show_default=True,
             help="Minimum raw upgrade (0.05 = 5pp).",
         ),
         click.option(
             "--draws",
             type=int,
-            default=5000,
+            default=DEFAULTS.draws,
             show_default=True,
-            help="Family-by-row draws (retention, errors-in-variables).",
+            help="Family-by-row draws (retention, errors-in-variables, rank groups).",
         ),
         click.option(
             "--splits",
             type=int,
-            default=5000,
+            default=DEFAULTS.splits,
             show_default=True,
             help="Row splits (flips, McNemar, held-out endpoints, screen).",
         ),
         click.option(
             "--null-draws",
             type=int,
-            default=200,
+            default=DEFAULTS.null_draws,
             show_default=True,
             help="Draws per null.",
         ),
         click.option(
             "--null-splits",
             type=int,
-            default=250,
+            default=DEFAULTS.null_splits,
             show_default=True,
             help="Splits per null draw.",
         ),
@@ -70,9 +75,23 @@ def _counts(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--threshold",
             type=float,
-            default=0.75,
+            default=DEFAULTS.retention_threshold,
             show_default=True,
             help="Retention alert threshold (declared pair, screen).",
+        ),
+        click.option(
+            "--level",
+            type=float,
+            default=DEFAULTS.level,
+            show_default=True,
+            help="Level of every interval, rank group and multiplicity alpha (1 - level).",
+        ),
+        click.option(
+            "--power",
+            type=float,
+            default=DEFAULTS.power,
+            show_default=True,
+            help="Power of each panel's minimum detectable effect.",
         ),
     ]
     for option in reversed(options):
@@ -90,11 +109,13 @@ OPTION_NAMES = {
     "null_splits": "--null-splits",
     "retention_threshold": "--threshold",
     "pair_draws": "--pair-draws",
+    "level": "--level",
+    "power": "--power",
 }
 
 
 def _settings(values: dict[str, Any]):  # noqa: ANN202
-    from analysis.settings import AuditSettings, InvalidSetting
+    from analysis.settings import InvalidSetting
 
     try:
         return AuditSettings(
@@ -107,7 +128,9 @@ def _settings(values: dict[str, Any]):  # noqa: ANN202
             nulls=not values["no_nulls"],
             sensitivity=values["sensitivity"],
             retention_threshold=values["threshold"],
-            pair_draws=values.get("pair_draws", 2000),
+            pair_draws=values.get("pair_draws", DEFAULTS.pair_draws),
+            level=values.get("level", DEFAULTS.level),
+            power=values.get("power", DEFAULTS.power),
         )
     except InvalidSetting as error:
         option = OPTION_NAMES.get(error.name, "--" + error.name.replace("_", "-"))
@@ -193,8 +216,28 @@ def _print_audits(run: Any) -> None:  # noqa: ANN401
             ],
             title=key,
         )
+    _print_rank_groups(run)
     _print_warnings(run)
     _print_messages(run)
+
+
+def _print_rank_groups(run: Any) -> None:  # noqa: ANN401
+    """Each panel's rank groups and the family's adjusted p-value counts."""
+    for audit in run.audits:
+        for groups in audit.rank_groups:
+            text = " > ".join("{" + ", ".join(g) + "}" for g in groups.groups)
+            console.print(
+                f"Rank groups, {audit.panel['panel_name']} ({groups.condition}): {text}",
+                markup=False, highlight=False,
+            )  # fmt: skip
+    block = run.document.get("multiplicity")
+    if block and block["tests"]:
+        console.print(
+            f"Multiplicity: {block['tests']} p-values; at alpha {block['alpha']:g}, "
+            f"{block['rejected_holm']} below after Holm, {block['rejected_bh']} after "
+            "Benjamini-Hochberg (summary.json: multiplicity).",
+            markup=False, highlight=False,
+        )  # fmt: skip
 
 
 def _print_messages(run: Any) -> None:  # noqa: ANN401
@@ -226,7 +269,7 @@ def _print_messages(run: Any) -> None:  # noqa: ANN401
 @click.option(
     "--pair-draws",
     type=int,
-    default=2000,
+    default=DEFAULTS.pair_draws,
     show_default=True,
     help="Row-bootstrap draws for the declared pair.",
 )
@@ -245,7 +288,7 @@ def _print_messages(run: Any) -> None:  # noqa: ANN401
 @click.option(
     "--selection-seed",
     type=int,
-    default=5768,
+    default=SELECTION_SEED,
     show_default=True,
     help="Context selection bootstrap seed.",
 )
@@ -396,6 +439,7 @@ def replay_audit(
         f"median excess flips {_fmt(replay['median_excess_flips'])})",
         markup=False,
     )
+    _print_rank_groups(run)
     _print_warnings(run)
 
 

@@ -20,6 +20,24 @@ from scipy.stats import binom, chi2
 # ---------------------------------------------------------------- shared helpers
 
 
+def at_least_gap(difference, gap):
+    """``difference >= gap`` read as the exact statement about scores that are k/n.
+
+    docs/statistics.md section 0: a difference of two means of k/n scores is
+    compared as the fraction it stands for, not as its float64 rounding. Written
+    independently of the code's tolerance: near the gap the float difference is
+    replaced by the nearest fraction with denominator at most 10**6 (exactly
+    ``(k_j - k_i) / n`` for n <= 10**6, the float error being ~1e-16) and compared
+    with the decimal gap as a fraction (``Fraction("0.05") == 1/20``).
+    """
+    d = float(difference)
+    if not math.isfinite(d):
+        return False
+    if abs(d - gap) > 1e-9:
+        return d > gap
+    return Fraction(d).limit_denominator(10**6) >= Fraction(repr(float(gap)))
+
+
 def mean(values):
     values = list(values)
     return sum(values) / len(values)
@@ -248,7 +266,11 @@ def endpoint(raw, comp, readers, *, gap):
     strong = max(range(len(mu_raw)), key=lambda r: (mu_raw[r], -r))
     raw_span = mu_raw[strong] - mu_raw[weak]
     comp_span = mu_comp[strong] - mu_comp[weak]
-    retention = comp_span / raw_span if len(readers) >= 2 and raw_span >= gap else None
+    retention = (
+        comp_span / raw_span
+        if len(readers) >= 2 and at_least_gap(raw_span, gap)
+        else None
+    )
     if retention is None:
         label = "undefined"
     elif retention >= 1:
@@ -295,7 +317,7 @@ def retention_bootstrap(raw, comp, families, *, gap, draws, seed):
         weak = min(present, key=lambda r: (mu_raw[r], r))
         strong = max(present, key=lambda r: (mu_raw[r], -r))
         d_raw = mu_raw[strong] - mu_raw[weak]
-        if d_raw >= gap:
+        if at_least_gap(d_raw, gap):
             kept.append((mu_comp[strong] - mu_comp[weak]) / d_raw)
             same += (weak, strong) == (full["weak_index"], full["strong_index"])
     return {
@@ -345,7 +367,7 @@ def _opposite(a, b):
 
 def _retention_on(raw_means, comp_means, lo, hi, gap):
     d_r = raw_means[hi] - raw_means[lo]
-    if d_r >= gap:
+    if at_least_gap(d_r, gap):
         return (comp_means[hi] - comp_means[lo]) / d_r
     return None
 
@@ -406,7 +428,7 @@ def split_pass(
         eligible, raw_rev, comp_rev = {}, {}, {}
         for i, j in pairs:
             d_s = rs[j] - rs[i]
-            ok = abs(d_s) >= gap
+            ok = at_least_gap(abs(d_s), gap)
             if ok and mcnemar_filter:
                 b, c = discordant(raw[i], raw[j], S)
                 ok = mcnemar_p(b, c) < 0.05
@@ -666,7 +688,7 @@ def full_sample_flips(raw, comp, *, gap):
     eligible = reversed_ = 0
     for i, j in combinations(range(raw.shape[0]), 2):
         d = mu_raw[j] - mu_raw[i]
-        if abs(d) >= gap:
+        if at_least_gap(abs(d), gap):
             eligible += 1
             reversed_ += _opposite(d, mu_comp[j] - mu_comp[i])
     return eligible, reversed_
@@ -794,7 +816,7 @@ def resolution(raw, comp, *, gap, raw_tokens=None, comp_tokens=None):
     for i, j in combinations(range(m), 2):
         a, b = (j, i) if mu[j] < mu[i] else (i, j)
         up_raw, up_comp = mu[b] - mu[a], mu_c[b] - mu_c[a]
-        if not up_raw >= gap:
+        if not at_least_gap(up_raw, gap):
             continue
         eligible += 1
         rho = up_comp / up_raw
@@ -867,7 +889,7 @@ def flip_medians(raw, comp, *, gap, splits, rng):
         e = raw_rev = comp_rev = both_rev = 0
         for i, j in combinations(range(m), 2):
             d_s = rs[j] - rs[i]
-            if not abs(d_s) >= gap:
+            if not at_least_gap(abs(d_s), gap):
                 continue
             e += 1
             raw_rev += _opposite(d_s, rt[j] - rt[i])
@@ -900,8 +922,8 @@ def declared_pair(a_raw, a_comp, b_raw, b_comp, *, gap, threshold, draws, seed):
     current_raw, current_comp = float(np.mean(a_raw)), float(np.mean(a_comp))
     candidate_raw, candidate_comp = float(np.mean(b_raw)), float(np.mean(b_comp))
     raw_up, comp_up = candidate_raw - current_raw, candidate_comp - current_comp
-    retention = comp_up / raw_up if abs(raw_up) >= gap else None
-    if not abs(raw_up) >= gap:
+    retention = comp_up / raw_up if at_least_gap(abs(raw_up), gap) else None
+    if not at_least_gap(abs(raw_up), gap):
         outcome = "insufficient-raw-separation"
     elif raw_up * comp_up < 0:
         outcome = "observed-order-reversed"
@@ -917,7 +939,7 @@ def declared_pair(a_raw, a_comp, b_raw, b_comp, *, gap, threshold, draws, seed):
         up_c = float(np.mean([b_comp[i] - a_comp[i] for i in idx]))
         ups_raw.append(up_r)
         ups_comp.append(up_c)
-        if abs(up_r) >= gap:
+        if at_least_gap(abs(up_r), gap):
             ratios.append(up_c / up_r)
     out = {
         "rows": n,
@@ -935,7 +957,11 @@ def declared_pair(a_raw, a_comp, b_raw, b_comp, *, gap, threshold, draws, seed):
         "retention_interval": interval(ratios),
         "order_reversed": raw_up * comp_up < 0,
         "retention_alert_threshold": threshold,
-        "outcome": outcome,
+        # the label read in the pair's direction; ragscale's own beside it
+        "outcome": outcome.replace("-upgrade-", "-downgrade-")
+        if raw_up < 0
+        else outcome,
+        "ragscale_outcome": outcome,
         "bootstrap_draws": draws,
         "retention_draws_used": len(ratios),
         "gap": gap,
@@ -959,4 +985,112 @@ def declared_pair(a_raw, a_comp, b_raw, b_comp, *, gap, threshold, draws, seed):
             sum(1 for u, v in zip(a_comp, b_comp, strict=True) if u > v),
             sum(1 for u, v in zip(a_comp, b_comp, strict=True) if v > u),
         )
+    return out
+
+
+# ---------------------------------------------------------------- 12: multiplicity, MDE
+
+
+def pair_tests(raw, comp, readers):
+    """Exact McNemar of every reader pair on all rows, raw then compressed (binary only)."""
+    m, n = raw.shape
+    out = []
+    for condition, x in (("raw", raw), ("compressed", comp)):
+        for i, j in combinations(range(m), 2):
+            b = sum(1 for k in range(n) if x[i, k] == 1 and x[j, k] == 0)
+            c = sum(1 for k in range(n) if x[i, k] == 0 and x[j, k] == 1)
+            out.append({
+                "condition": condition, "reader_a": readers[i], "reader_b": readers[j],
+                "difference": float(np.mean(x[j]) - np.mean(x[i])), "b": b, "c": c,
+                "rows": n, "p_value": mcnemar_p(b, c),
+            })  # fmt: skip
+    return out
+
+
+def mde(raw, comp, *, level, power):
+    """(z_{1-alpha/2} + z_power) sqrt(median pair mean (x_j - x_i)^2 / n), by NormalDist."""
+    from statistics import NormalDist
+
+    m, n = raw.shape
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2) + NormalDist().inv_cdf(power)
+    out = {"level": level, "power": power, "rows": n}
+    for condition, x in (("raw", raw), ("compressed", comp)):
+        moments = [
+            sum((x[j, k] - x[i, k]) ** 2 for k in range(n)) / n
+            for i, j in combinations(range(m), 2)
+        ]
+        moment = median(moments) if moments else None
+        out[f"{condition}_second_moment"] = moment
+        out[f"{condition}_mde"] = None if moment is None else z * math.sqrt(moment / n)
+    return out
+
+
+def holm(pvalues):
+    """Holm step-down, by the textbook loop."""
+    k = len(pvalues)
+    order = sorted(range(k), key=lambda r: pvalues[r])
+    out, running = [0.0] * k, 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (k - rank) * pvalues[index]))
+        out[index] = running
+    return out
+
+
+def benjamini_hochberg(pvalues):
+    """Benjamini-Hochberg step-up, by the textbook loop (largest p first)."""
+    k = len(pvalues)
+    order = sorted(range(k), key=lambda r: pvalues[r])
+    out, running = [0.0] * k, 1.0
+    for rank in range(k - 1, -1, -1):
+        index = order[rank]
+        running = min(running, k * pvalues[index] / (rank + 1))
+        out[index] = min(1.0, running)
+    return out
+
+
+# ---------------------------------------------------------------- 13: rank groups
+
+
+def rank_groups(raw, comp, readers, *, draws, seed, level):
+    """Plain loop over the row bootstrap's draws; groups by breadth-first search."""
+    m, n = raw.shape
+    rows = np.random.default_rng(seed).integers(0, n, size=(draws, n))
+    out = []
+    for condition, x in (("raw", raw), ("compressed", comp)):
+        boot = [[float(x[r, rows[d]].mean()) for r in range(m)] for d in range(draws)]
+        neighbours = {r: set() for r in range(m)}
+        intervals = []
+        for i, j in combinations(range(m), 2):
+            assert level == 0.95  # interval() is the 2.5/97.5 percentile interval
+            low, high = interval([boot[d][j] - boot[d][i] for d in range(draws)])
+            resolved = low > 0 or high < 0
+            if not resolved:
+                neighbours[i].add(j)
+                neighbours[j].add(i)
+            intervals.append({"reader_a": readers[i], "reader_b": readers[j],
+                              "interval": [low, high], "resolved": resolved})  # fmt: skip
+        means = [float(np.mean(x[r])) for r in range(m)]
+        seen, groups = set(), []
+        for start in sorted(range(m), key=lambda r: (-means[r], r)):
+            if start in seen:
+                continue
+            component, queue = {start}, [start]
+            while queue:
+                for other in neighbours[queue.pop()]:
+                    if other not in component:
+                        component.add(other)
+                        queue.append(other)
+            seen |= component
+            groups.append(
+                [readers[r] for r in sorted(component, key=lambda r: (-means[r], r))]
+            )
+        out.append({
+            "condition": condition, "draws": draws, "seed": seed, "level": level,
+            "groups": groups,
+            "group_of": {readers[r]: next(g + 1 for g, members in enumerate(groups)
+                                          if readers[r] in members) for r in range(m)},
+            "pairs": m * (m - 1) // 2,
+            "unresolved_pairs": sum(len(v) for v in neighbours.values()) // 2,
+            "pair_intervals": intervals,
+        })  # fmt: skip
     return out

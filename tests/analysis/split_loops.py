@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import binomtest
 
+from tests.analysis.reference import at_least_gap
+
 GAP = 0.05
 
 
@@ -45,7 +47,7 @@ def split_flips(raw, comp, perm, *, gap=GAP, tie_rule="strict", mcnemar_filter=F
     out["raw_ties"] = out["comp_ties"] = 0
     for i, j in pairs(m):
         d = rs[j] - rs[i]
-        ok = abs(d) >= gap
+        ok = at_least_gap(abs(d), gap)
         if ok and mcnemar_filter:
             ok = mcnemar_p(raw[i, sel], raw[j, sel]) < 0.05
         if not ok:
@@ -108,7 +110,7 @@ def held_out_loop(raw, comp, *, splits, seed, gap=GAP):
             weak, strong = int(np.argmin(mu)), int(np.argmax(mu))
             d_raw = raw[strong, halves[b]].mean() - raw[weak, halves[b]].mean()
             d_comp = comp[strong, halves[b]].mean() - comp[weak, halves[b]].mean()
-            if d_raw >= gap:
+            if at_least_gap(d_raw, gap):
                 values.append(d_comp / d_raw)
                 chosen.append((weak, strong))
     return values, chosen
@@ -159,7 +161,7 @@ def crossfit_loop(raw, comp, *, splits, seed, gap=GAP):
         rs = raw[:, sel].mean(axis=1)
         ratios = []
         for i, j in pairs(m):
-            if not abs(rs[j] - rs[i]) >= gap:
+            if not at_least_gap(abs(rs[j] - rs[i]), gap):
                 continue
             counts["eligible"] += 1
             d_raw = raw[j, sco].mean() - raw[i, sco].mean()
@@ -207,7 +209,7 @@ def screen_loop(
 
         def flags(lo, hi, missing, rt=rt, ct=ct):
             d_r, d_c = rt[hi] - rt[lo], ct[hi] - ct[lo]
-            if d_r >= gap:
+            if at_least_gap(d_r, gap):
                 return d_c / d_r < retention
             return missing
 

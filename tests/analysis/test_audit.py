@@ -220,6 +220,16 @@ def test_a_ragscale_file_reports_total_token_ratio_not_prompt(example_dir):
     )
     tokens = run.document["panel"]["token_ratios"]
     assert tokens["token_counts"] == "total"
+    # the resolution block's token ratio says which tokens it holds
+    resolution = run.document["panel"]["resolution"]
+    assert resolution["token_counts"] == "total"
+    assert resolution["median_token_ratio"] == tokens["total_token_ratio"]
+    cost = next(
+        r
+        for r in run.audits[0].stat_rows()
+        if r.statistic == "resolution_token_cost_ratio"
+    )
+    assert cost.counts["token_counts"] == "total"
     # two readers: one pair, whose ratio is the mean over its cells of compressed/raw tokens
     rows = [r for r in csv.DictReader(path.open()) if r["metric"] == "exact_match"]
     by_hand = sum(
@@ -258,6 +268,9 @@ def test_a_warehouse_panel_reports_prompt_token_ratio(panel):
     )
     document = strict(summary([audit]))["panels"][0]["token_ratios"]
     assert document["token_counts"] == "prompt"
+    assert (
+        strict(summary([audit]))["panels"][0]["resolution"]["token_counts"] == "prompt"
+    )
     assert document["prompt_token_ratio"] == 0.25
     assert document["total_token_ratio"] is None
     assert "not total tokens" in document["total_token_ratio_reason"]
@@ -280,7 +293,7 @@ def test_no_token_counts_give_both_ratios_null_with_a_reason(panel):
 
 
 def test_audit_prints_every_warning_not_a_count(panel, capsys):
-    from analysis.results import AuditRun
+    from analysis.panel_audit import AuditRun
     from ragledger.cli.audit_commands import _print_audits
 
     audit = audit_panel(panel, AuditSettings(**{**SMALL.__dict__, "nulls": False}))

@@ -154,10 +154,10 @@ def test_importing_report_or_figures_does_not_import_audit():
 
 
 def test_old_import_paths_keep_working():
-    from analysis import audit, results, settings, store, summary_json
+    from analysis import audit, panel_audit, settings, store, summary_json
 
     assert audit.AuditSettings is settings.AuditSettings
-    assert audit.PanelAudit is results.PanelAudit
+    assert audit.PanelAudit is panel_audit.PanelAudit
     assert audit.write_tables is store.write_tables
     assert audit.dumps is summary_json.dumps
     assert audit.SCHEMA_VERSION == summary_json.SCHEMA_VERSION

@@ -208,8 +208,16 @@ def test_declared_pair_rows_are_written_beside_the_panel_rows(tmp_path):
         ("pB", "declared-pair", "org/beta -> org/eps", snapshot, pair_rows),
         ("pB", "panel", None, snapshot, panel_rows),
     ]
-    # summary.json carries the pair under ragscale's "metrics"
-    assert run.document["metrics"] == [pair.to_dict()]
+    # summary.json carries the pair under ragscale's "metrics", with its McNemar
+    # tests' adjusted p-values (those of its panel's reader-pair cells)
+    (found,) = run.document["metrics"]
+    assert {k: found[k] for k in pair.to_dict()} == pair.to_dict()
+    cells = {c["statistic"]: c for c in run.document["multiplicity"]["cells"]}
+    for condition in ("raw", "compressed"):
+        cell = cells[f"mcnemar_{condition}[org/beta vs org/eps]"]
+        assert cell["p_value"] == found[f"{condition}_mcnemar_p"]
+        assert found[f"{condition}_mcnemar_p_holm"] == cell["p_holm"]
+        assert found[f"{condition}_mcnemar_p_bh"] == cell["p_bh"]
 
 
 def test_at_reads_and_records_an_earlier_snapshot(tmp_path):

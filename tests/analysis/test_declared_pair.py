@@ -118,19 +118,21 @@ def test_a_declared_downgrade_keeps_ragscale_fields_and_says_downgrade():
     assert result.raw_upgrade == pytest.approx(-0.4)
     assert result.compressed_upgrade == pytest.approx(-0.25)
     assert result.upgrade_retention == pytest.approx(0.625)  # ragscale's |upgrade| rule
-    assert result.outcome == "observed-upgrade-attenuated"  # ragscale parity
+    assert result.outcome == "observed-downgrade-attenuated"  # never "upgrade"
     assert result.raw_direction == "downgrade"
-    assert result.directional_outcome == "observed-downgrade-attenuated"
+    assert result.ragscale_outcome == "observed-upgrade-attenuated"  # ragscale parity
     assert result.notes == [
         "Declared downgrade: the candidate's raw score is 40.0pp below the current "
-        "reader's. upgrade_retention and outcome keep ragscale's |upgrade| rule "
-        "(observed-upgrade-attenuated); here 62.5% is the share of the raw downgrade "
-        "still visible under compression."
+        "reader's. upgrade_retention keeps ragscale's |upgrade| rule: 62.5% is the "
+        "share of the raw downgrade still visible under compression "
+        "(observed-downgrade-attenuated; ragscale: observed-upgrade-attenuated)."
     ]
     row = next(r for r in result.stat_rows() if r.statistic == "pair_upgrade_retention")
     assert row.counts["raw_direction"] == "downgrade"
     document = result.to_dict()
-    assert document["directional_outcome"] == "observed-downgrade-attenuated"
+    assert document["outcome"] == "observed-downgrade-attenuated"
+    assert document["ragscale_outcome"] == "observed-upgrade-attenuated"
+    assert row.counts["ragscale_outcome"] == "observed-upgrade-attenuated"
 
 
 @pytest.mark.parametrize(
@@ -193,11 +195,11 @@ def test_the_bundled_pair_declared_backwards_is_a_downgrade(example_dir, publish
     assert forward.raw_direction == "upgrade" and forward.notes == []
     assert backward.raw_upgrade == -forward.raw_upgrade
     assert backward.upgrade_retention == pytest.approx(forward.upgrade_retention)
-    assert backward.outcome == forward.outcome  # ragscale's rule ignores the sign
+    assert backward.ragscale_outcome == forward.outcome  # ragscale ignores the sign
+    assert forward.ragscale_outcome == forward.outcome
     assert backward.raw_direction == "downgrade"
-    assert backward.directional_outcome == forward.outcome.replace(
-        "upgrade", "downgrade"
-    )
+    assert backward.outcome == forward.outcome.replace("upgrade", "downgrade")
+    assert "upgrade" not in backward.outcome
     assert backward.notes and "Declared downgrade" in backward.notes[0]
 
 
@@ -233,7 +235,7 @@ def test_pair_stat_rows_carry_every_number_with_its_interval_and_reason():
     assert rows["pair_compressed_upgrade"].counts == counts
     assert rows["pair_upgrade_retention"].counts == {
         **counts, "draws_used": r.retention_draws_used, "outcome": r.outcome,
-        "raw_direction": "downgrade", "directional_outcome": r.directional_outcome,
+        "raw_direction": "downgrade", "ragscale_outcome": r.ragscale_outcome,
     }  # fmt: skip
     assert rows["pair_upgrade_retention"].reason is None
     gains = (
@@ -391,3 +393,20 @@ def test_changed_examples_pair_answers_only_when_both_sides_are_known(
         {"example_id": "i1", "question_type": None, "current_transition": "unchanged",
          "candidate_transition": "rescued", **answers(1)},
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("fields", [("question_type",), ("difficulty",), (), None])
+def test_pair_audit_slices_only_the_named_hint_fields(example_dir, fields):
+    """``hint_fields`` keeps the named fields' slices and only those; None keeps all."""
+    from analysis.audit import AuditSettings, pair_audit
+
+    source = read_ragscale_file(example_dir / "paired_scores.csv")
+    panel = panel_from_ragscale(source, "exact_match")
+    assert set(panel.hints) == {"question_type", "difficulty"}
+    current, candidate = sorted(panel.readers)
+    got = pair_audit(
+        panel, current, candidate, settings=AuditSettings(pair_draws=20),
+        hint_fields=fields,
+    )  # fmt: skip
+    want = {"question_type", "difficulty"} if fields is None else set(fields)
+    assert {item["field"] for item in got.slices} == want

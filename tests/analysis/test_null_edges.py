@@ -117,3 +117,22 @@ def test_a_generator_seed_is_recorded_as_null():
                   observed_both_half=0.2, draws=4, splits=5)  # fmt: skip
     assert null_replay(raw, comp, seed=np.random.default_rng(3), **kwargs).seed is None
     assert null_replay(raw, comp, seed=3, **kwargs).seed == 3
+
+
+@pytest.mark.parametrize("kind", ["row-exchangeable", "independent-uniform"])
+def test_two_rows_are_enough_for_a_null(kind):
+    """Two rows make one-row halves: the smallest panel a null is drawn on. Its
+    draws equal the plain loop's (same stream), not the two-rows refusal."""
+    raw = np.array([[1, 0], [0, 0], [1, 1]], float)
+    comp = np.array([[0, 1], [1, 0], [1, 0]], float)
+    draws, splits, seed = 6, 8, 11
+    excess, both = loops.null_loop(
+        raw, comp, kind=kind, draws=draws, splits=splits, seed=seed
+    )
+    got = null_replay(
+        raw, comp, kind=kind, observed_excess=0.0, observed_both_half=0.0,
+        draws=draws, splits=splits, seed=seed,
+    )  # fmt: skip
+    assert not got.reasons, got.reasons
+    assert got.null_excess_median == pytest.approx(np.nanmedian(excess), abs=1e-12)
+    assert got.null_both_half_median == pytest.approx(np.nanmedian(both), abs=1e-12)

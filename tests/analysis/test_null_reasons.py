@@ -88,7 +88,13 @@ def test_token_cost_without_a_usable_pair_gives_the_n_ratio_reason():
 
     raw = np.tile(np.array([1.0, 0, 1, 1, 0, 0]), (3, 1))
     tokens = np.full(raw.shape, 100.0)
-    got = resolution_cost(raw, raw.copy(), raw_tokens=tokens, comp_tokens=tokens / 4)
+    got = resolution_cost(
+        raw,
+        raw.copy(),
+        raw_tokens=tokens,
+        comp_tokens=tokens / 4,
+        token_counts="prompt",
+    )
     why = "no pair has a raw upgrade at or above the minimum with positive retention"
     assert got.reasons["median_n_ratio"] == why
     assert got.reasons["median_token_cost_ratio"] == why

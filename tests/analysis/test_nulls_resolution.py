@@ -8,10 +8,10 @@ import pytest
 
 from analysis.eiv import eiv_bootstrap, eiv_point
 from analysis.nulls import null_replay
-from analysis.replay import split_audit
 from analysis.resolution import resolution_cost
 from analysis.results import percentile_interval
 from analysis.retention import family_codes
+from analysis.split_pass import split_audit
 from tests.analysis import split_loops as loops
 from tests.analysis.simulate import binary_panel, continuous_panel
 
@@ -57,7 +57,9 @@ def test_resolution_cost_by_hand():
     comp = np.array([[0, 1, 1, 1], [1, 1, 1, 1]], float)
     tokens_raw = np.full((2, 4), 100.0)
     tokens_comp = np.full((2, 4), 25.0)
-    got = resolution_cost(raw, comp, raw_tokens=tokens_raw, comp_tokens=tokens_comp)
+    got = resolution_cost(
+        raw, comp, raw_tokens=tokens_raw, comp_tokens=tokens_comp, token_counts="prompt"
+    )
     var_raw = np.var([1, 1, 0, 0], ddof=1)
     var_comp = np.var([1, 0, 0, 0], ddof=1)
     n_ratio = var_comp / var_raw / 0.5**2
@@ -75,15 +77,29 @@ def test_resolution_excludes_nonpositive_retention():
 
 
 def test_resolution_gap_rule_is_the_flips_rule():
-    """0.35 - 0.30 = 0.04999999999999999: below 5pp for flips and for resolution."""
+    """0.35 - 0.30 = 0.04999999999999999 is exactly 5pp: eligible for flips and resolution."""
     raw = np.zeros((2, 20))
     raw[0, :6] = 1  # 6 / 20 = 0.30
     raw[1, :7] = 1  # 7 / 20 = 0.35; the mean of the paired differences is 0.05
     comp = raw.copy()
     assert raw[1].mean() - raw[0].mean() < GAP <= (raw[1] - raw[0]).mean()
     flips = split_audit(raw, comp, ["a", "b"], ["a", "b"], splits=5, seed=1).flips
-    assert flips.full_sample_eligible_pairs == 0
-    assert resolution_cost(raw, comp).eligible_pairs == 0
+    assert flips.full_sample_eligible_pairs == 1
+    assert resolution_cost(raw, comp).eligible_pairs == 1
+
+
+@pytest.mark.parametrize("gap", [0.02, 0.05, 0.10, 0.25])
+def test_null_integer_gap_is_the_exact_count(gap):
+    """The nulls compare 0/1 half sums with an integer gap: the smallest k with
+    k / h >= gap in exact fractions (h rows a half), for every half size."""
+    from fractions import Fraction
+
+    from analysis.nulls import integer_gap
+
+    exact = Fraction(repr(gap))
+    for h in range(1, 301):
+        want = next(k for k in range(h + 2) if k > h or Fraction(k, h) >= exact)
+        assert integer_gap(h, gap) == want, (h, gap)
 
 
 def test_resolution_cost_equals_loop():

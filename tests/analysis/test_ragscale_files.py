@@ -16,7 +16,7 @@ from analysis.ragscale_files import (
     read_panel_csv,
     read_ragscale_file,
 )
-from analysis.replay import split_replay
+from analysis.split_pass import split_replay
 from ragledger.cli import main
 from tests.analysis.simulate import binary_panel
 from warehouse.errors import InputError

@@ -71,6 +71,25 @@ def _ties_panel():
     return raw, comp, readers, [f"fam{k % 6}" for k in range(m)]
 
 
+def _boundary_panel():
+    """4 readers x 200 rows, raw means 0.30, 0.30, 0.35, 0.35: in float64
+    ``0.35 - 0.30 = 0.04999999999999999``, so every gap test sits on the boundary.
+
+    The endpoints, the declared pair (1 -> 2) and the full-sample pairs are
+    exactly 5pp apart; halves of 100 rows make split differences k/100, so many
+    split pairs (and bootstrap draws of 200 rows) are exactly 5pp apart too.
+    Before the gap rule was exact every one of them was left out.
+    """
+    rng = np.random.default_rng(21)
+    m, n = 4, 200
+    raw = np.zeros((m, n))
+    for r, count in enumerate((60, 60, 70, 70)):
+        raw[r, rng.choice(n, count, replace=False)] = 1
+    comp = np.where(rng.random((m, n)) < 0.2, 1 - raw, raw)
+    assert raw[2].mean() - raw[1].mean() < 0.05  # the float difference
+    return raw, comp, ["b0", "b1", "b2", "b3"], ["f0", "f1", "f2", "f0"]
+
+
 def _identical_panel():
     rng = np.random.default_rng(900)
     raw = np.tile((rng.random(100) < 0.3).astype(float), (9, 1))
@@ -108,6 +127,13 @@ def _cases():
         Case("identical-9x100", _panel("identical-9x100", *_identical_panel()), small),
         # the smallest panel with a three-reader screen
         Case("binary-3x120", _panel("binary-3x120", *b3), small),
+        Case(
+            "boundary-4x200",
+            _panel("boundary-4x200", *_boundary_panel(), tokens=True),
+            AuditSettings(
+                draws=60, splits=60, null_draws=20, null_splits=20, sensitivity=True
+            ),
+        ),
     ]
 
 
@@ -337,7 +363,7 @@ def test_split_pass(name):
             assert_same(name, f"split.{block}.{key}", value, tol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["ties-20x300", "continuous-12x200"])
+@pytest.mark.parametrize("name", ["ties-20x300", "continuous-12x200", "boundary-4x200"])
 def test_sensitivity_replays(name):
     case = CASES[name]
     s, p = case.settings, case.panel
@@ -417,6 +443,11 @@ def test_resolution_and_token_ratios(name):
         if other:
             for f in ("token_ratio", "token_cost_ratio", "token_cost_iqr"):
                 assert_same(name, f"token_ratios.{other}_{f}", None)
+    assert_same(
+        name,
+        "resolution.token_counts",
+        "prompt" if p.raw_tokens is not None else "none",
+    )
     assert_same(name, "resolution", want, tol=1e-9)
 
 
@@ -543,7 +574,9 @@ def test_replay_fields_and_warnings(name):
     assert doc.get("declared_pairs", []) == []
 
 
-@pytest.mark.parametrize("name", ["binary-8x100", "continuous-12x200"])
+@pytest.mark.parametrize(
+    "name", ["binary-8x100", "continuous-12x200", "boundary-4x200"]
+)
 def test_declared_pair(name):
     case = CASES[name]
     p, s = case.panel, case.settings
@@ -563,6 +596,23 @@ def test_declared_pair(name):
                 assert got[key] == pytest.approx(value, abs=TOL), key
             else:
                 assert got[key] == value, key
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pair_tests_mde_and_rank_groups(name):
+    """Sections 12-13: reader-pair McNemar, MDE, and rank groups from a plain loop
+    over the row bootstrap's draws."""
+    p, s = CASES[name].panel, CASES[name].settings
+    if ref.is_binary(p.raw, p.comp):
+        assert_same(name, "pair_tests.tests", ref.pair_tests(p.raw, p.comp, p.readers))
+    else:
+        assert_same(name, "pair_tests.tests", [])
+    assert_same(name, "mde", ref.mde(p.raw, p.comp, level=s.level, power=s.power))
+    want = ref.rank_groups(
+        p.raw, p.comp, p.readers, draws=s.draws, seed=s.seed, level=s.level
+    )
+    # intervals of continuous means: sums in another order, so 1e-12, not bits
+    assert_same(name, "rank_groups", want, tol=1e-12)
 
 
 def test_every_field_is_compared():

@@ -9,7 +9,7 @@ import pytest
 
 from analysis.audit import AuditSettings, audit_panel
 from analysis.panel import PanelArrays
-from analysis.replay import split_audit, split_replay
+from analysis.split_pass import split_audit, split_replay
 from tests.analysis import split_loops as loops
 from tests.analysis.simulate import binary_panel, continuous_panel
 

@@ -85,9 +85,9 @@ def test_envelope_follows_ragscale_fields_and_progress_reaches_the_split_pass(tm
     settings = AuditSettings(draws=3, splits=5, null_draws=1, null_splits=1)
     run = replay_audit_file(path, settings=settings, progress=progress)
     document = run.document
-    assert list(document)[-6:] == [
+    assert list(document)[-7:] == [
         "schema_version", "code_version", "input", "metric_default",
-        "metrics_in_input", "panel",
+        "metrics_in_input", "panel", "multiplicity",
     ]  # fmt: skip
     assert document["schema_version"] == 1
     assert document["code_version"] == CODE_VERSION

@@ -124,3 +124,28 @@ def test_chromium_renders_every_figure_at_its_own_aspect_ratio(html, tmp_path):
             nw, nh, w, h = (int(x) for x in entry.split())
             assert w <= 520
             assert abs(w / h - nw / nh) < 0.01 * nw / nh, (width, entry)
+
+
+def test_report_shows_rank_groups_mde_and_the_adjusted_family():
+    raw, comp, readers, families = binary_panel(m=4, n=80, seed=9, families=3)
+    panel = PanelArrays(
+        panel_id="rk", panel_name="rk", metric="exact_match", raw=raw, comp=comp,
+        readers=tuple(readers), items=tuple(f"i{k}" for k in range(80)),
+        families=tuple(families),
+    )  # fmt: skip
+    audit = audit_panel(panel, AuditSettings(draws=50, splits=20, nulls=False))
+    document = summary([audit])
+    text = markdown_report(document, [audit])
+    for groups in audit.rank_groups:
+        shown = " > ".join("{" + ", ".join(g) + "}" for g in groups.groups)
+        assert (
+            f"| {groups.condition} | {len(groups.groups)} |" in text and shown in text
+        )
+    assert f"raw {pp(audit.mde.raw_mde)}" in text
+    block = document["multiplicity"]
+    assert f"{block['tests']} p-values in this audit" in text
+    smallest = min(block["cells"], key=lambda c: c["p_value"])
+    assert f"| {smallest['statistic']} | {num(smallest['p_value'], 4)} | " in text
+    assert "## Multiplicity" in html_report(document, [audit]) or "Multiplicity" in (
+        html_report(document, [audit])
+    )

@@ -90,7 +90,7 @@ def _close_readers():
 
 
 def test_screen_flags_inadmissible_endpoints_and_undefined_triplets():
-    from analysis.replay import split_audit
+    from analysis.split_pass import split_audit
     from analysis.splits import permutations
 
     from . import reference as ref

@@ -181,7 +181,8 @@ def _spec(doc):
         ("resolution_n_ratio", f"{r}.median_n_ratio", None, counts, f"{r}.median_n_ratio"),
         ("resolution_token_cost_ratio", f"{r}.median_token_cost_ratio", f"{r}.token_cost_iqr",
          {**counts, "interval": "=interquartile range",
-          "median_token_ratio": f"{r}.median_token_ratio"}, f"{r}.median_token_cost_ratio"),
+          "median_token_ratio": f"{r}.median_token_ratio",
+          "token_counts": f"{r}.token_counts"}, f"{r}.median_token_cost_ratio"),
     ]  # fmt: skip
     k = "token_ratios"
     for kind in ("prompt", "total"):
@@ -209,6 +210,25 @@ def _spec(doc):
               "observed_exceeds_share": f"{n}.both_half_exceeds_share"},
              f"{n}.null_both_half_median"),
         ]  # fmt: skip
+    for index, test in enumerate(doc["pair_tests"]["tests"]):
+        t = f"pair_tests.tests.{index}"
+        rows.append((f"mcnemar_{test['condition']}[{test['reader_a']} vs {test['reader_b']}]",
+                     f"{t}.difference", None,
+                     {"b": f"{t}.b", "c": f"{t}.c", "rows": f"{t}.rows"}, None))  # fmt: skip
+    for condition in ("raw", "compressed"):
+        rows.append((f"mde_{condition}", f"mde.{condition}_mde", None,
+                     {"level": "mde.level", "power": "mde.power", "rows": "mde.rows",
+                      "second_moment": f"mde.{condition}_second_moment"},
+                     f"mde.{condition}_mde"))  # fmt: skip
+    for index, groups in enumerate(doc["rank_groups"]):
+        g, condition = f"rank_groups.{index}", groups["condition"]
+        rows.append((f"rank_groups_{condition}", float(len(groups["groups"])), None,
+                     {"groups": f"{g}.groups", "pairs": f"{g}.pairs",
+                      "unresolved_pairs": f"{g}.unresolved_pairs", "level": f"{g}.level",
+                      "draws": f"{g}.draws"}, None))  # fmt: skip
+        for reader, number in groups["group_of"].items():
+            rows.append((f"rank_group_{condition}[{reader}]", float(number), None,
+                         {"members": f"{g}.groups.{number - 1}"}, None))  # fmt: skip
     variants = [*VARIANTS, *(["mcnemar-filter"] if binary else [])]
     if not doc["settings"]["sensitivity"]:
         variants = []
@@ -248,7 +268,9 @@ def test_every_row_carries_its_fields(audit):
     rows = audit.panel_stat_rows()
     assert [row.statistic for row in rows] == [s[0] for s in spec]
     for row, (name, estimate, interval, counts, reason) in zip(rows, spec, strict=True):
-        _same(row.estimate, _get(doc, estimate))
+        _same(
+            row.estimate, _get(doc, estimate) if isinstance(estimate, str) else estimate
+        )
         ends = _get(doc, interval) if interval else None
         _same(row.low, ends[0] if ends else None)
         _same(row.high, ends[1] if ends else None)
@@ -268,6 +290,26 @@ def test_every_row_carries_its_fields(audit):
         assert row.reason == expected, (name, row.reason, expected)
 
 
+def test_test_rows_carry_their_p_values(audit):
+    """Rows reporting a test carry its p-value (section 12); no other row has one."""
+    doc = audit.to_dict()
+    want = {
+        f"mcnemar_{t['condition']}[{t['reader_a']} vs {t['reader_b']}]": t["p_value"]
+        for t in doc["pair_tests"]["tests"]
+    }
+    for name in ("rescue", "damage"):
+        test = doc["transitions"][f"{name}_homogeneity"]
+        if test is not None:
+            want[f"{name}_homogeneity_pvalue"] = test["pvalue"]
+    got = {row.statistic: row.p_value for row in audit.panel_stat_rows()}
+    for name, p in got.items():
+        if name in want:
+            _same(None if math.isnan(p) else p, want[name])
+        else:
+            assert math.isnan(p), name
+    assert doc["panel"]["is_binary"] == bool(doc["pair_tests"]["tests"])
+
+
 def test_rows_with_reasons_exist_here(audit):
     """The continuous panel has null rows with reasons (the test above means something)."""
     rows = audit.panel_stat_rows()
@@ -281,7 +323,11 @@ def test_rows_with_reasons_exist_here(audit):
         # no-damage panel: the damage homogeneity row is null with the test's reason,
         # and no sensitivity replay is run unless asked
         assert audit.sensitivity == {}
-        assert not any("[" in row.statistic for row in rows)
+        per_pair_or_reader = ("mcnemar_", "rank_group_")  # [pair] / [reader] rows
+        assert not any(
+            "[" in row.statistic and not row.statistic.startswith(per_pair_or_reader)
+            for row in rows
+        )
         damage = next(r for r in rows if r.statistic == "damage_homogeneity_pvalue")
         assert math.isnan(damage.estimate)
         assert damage.reason == (

@@ -11,9 +11,11 @@ from analysis.version import CODE_VERSION
 def test_envelope_keys_and_order_without_audits():
     doc = summary([])
     assert doc["schema_version"] == 1 and doc["code_version"].startswith("analysis-")
-    assert list(doc) == ["schema_version", "code_version", "panels"]
-    assert doc == {"schema_version": SCHEMA_VERSION, "code_version": CODE_VERSION,
-                   "panels": []}  # fmt: skip
+    assert list(doc) == ["schema_version", "code_version", "panels", "multiplicity"]
+    assert doc["multiplicity"]["tests"] == 0 and doc["multiplicity"]["cells"] == []
+    assert {k: doc[k] for k in list(doc)[:3]} == {
+        "schema_version": SCHEMA_VERSION, "code_version": CODE_VERSION, "panels": []
+    }  # fmt: skip
     doc = summary([], comparison={"current": "a", "candidate": "b"})
     assert list(doc) == [
         "schema_version",
@@ -21,6 +23,7 @@ def test_envelope_keys_and_order_without_audits():
         "comparison",
         "metrics",
         "panels",
+        "multiplicity",
     ]
     assert (
         doc["comparison"] == {"current": "a", "candidate": "b"} and doc["metrics"] == []

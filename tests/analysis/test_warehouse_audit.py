@@ -173,7 +173,12 @@ def test_panels_carry_their_declared_pair(pair_run):
         (pair,) = panel["declared_pairs"]
         assert pair["metric"] == panel["panel"]["metric"]
         top = next(m for m in ours["metrics"] if m["metric"] == pair["metric"])
-        assert pair == top
+        assert {key: top[key] for key in pair} == pair
+        # the top-level entry adds its McNemar tests' adjusted p-values (section 12)
+        assert set(top) - set(pair) <= {
+            f"{c}_mcnemar_p_{a}{r}" for c in ("raw", "compressed")
+            for a in ("holm", "bh") for r in ("", "_reason")
+        }  # fmt: skip
         assert pair["raw_direction"] == "upgrade"
 
 
@@ -189,8 +194,8 @@ def test_a_declared_downgrade_says_so(database, tmp_path):
     document = json.loads((out / "summary.json").read_text())
     for pair in document["metrics"]:
         assert pair["raw_upgrade"] < 0 and pair["raw_direction"] == "downgrade"
-        assert pair["outcome"] == "observed-upgrade-attenuated"  # ragscale parity
-        assert pair["directional_outcome"] == "observed-downgrade-attenuated"
+        assert pair["outcome"] == "observed-downgrade-attenuated"
+        assert pair["ragscale_outcome"] == "observed-upgrade-attenuated"  # parity
         assert f"{pair['metric']}: Declared downgrade" in result.output
     assert "Declared downgrade" in (out / "REPORT.md").read_text()
 

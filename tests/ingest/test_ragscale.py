@@ -266,3 +266,20 @@ def test_other_files_for_a_loaded_dataset_need_replace(copy_of_example, loaded):
     assert result.status == "replaced"
     assert counts(con)["scores"] == 1200
     assert con.execute("select count(*) from raw.datasets").fetchone() == (1,)
+
+
+def test_without_a_config_the_one_other_jsonl_is_the_dataset(tmp_path):
+    """No ragscale.yaml: the dataset is the folder's one JSONL that is not a
+    ragscale output; none or two of them is refused, naming what was found."""
+    from ingest.ragscale.read import find_files
+
+    for name in ("artifact_manifest.jsonl", "records.jsonl", "call_cache.jsonl"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "paired_scores.csv").write_text("")
+    with pytest.raises(WarehouseError, match="none found"):
+        find_files(tmp_path)
+    (tmp_path / "items.jsonl").write_text("")
+    assert find_files(tmp_path).dataset == tmp_path / "items.jsonl"
+    (tmp_path / "more.jsonl").write_text("")
+    with pytest.raises(WarehouseError, match="items.jsonl, more.jsonl"):
+        find_files(tmp_path)

@@ -241,12 +241,15 @@ def judge_generations(
     dataset_id: str,
     *,
     reader_ids: Sequence[str] | None = None,
+    items: Sequence[str] | None = None,
     concurrency: int = 4,
     retry: RetryPolicy = DEFAULT_RETRY,
     run_id: str | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> JudgeSummary:
-    """Grade every ``ok``/``empty`` generation of ``dataset_id`` not yet judged.
+    """Grade every ``ok``/``empty`` generation of ``dataset_id`` not yet judged
+    (only ``reader_ids``' and only ``items``' when given: ``replay --items a,b
+    --judge J`` grades the items it replayed, not the whole dataset).
 
     A dataset whose benchmark has its own judge is graded by it
     (:func:`judge_for_dataset`).
@@ -267,6 +270,9 @@ def judge_generations(
     if reader_ids:
         query += " and g.reader_id in (select unnest(?))"
         params.append(list(reader_ids))
+    if items is not None:
+        query += " and g.item_id in (select unnest(?::varchar[]))"
+        params.append(list(items))
     rows = con.execute(
         query + " order by g.item_id, g.generation_id", params
     ).fetchall()

@@ -88,6 +88,10 @@ class ChatServer:
     faults : scripted faults consumed one per request, then ``ok``.
     sleep_s : seconds every request sleeps before answering.
 
+    :meth:`hold` makes it answer K requests and hold the rest unanswered (a
+    kill test's moment); :attr:`requests` records every request with its body's
+    hash, so a test counts the calls made for each key.
+
     Use as a context manager; :attr:`url` is the ``api_base`` (ending ``/v1``).
     """
 
@@ -114,6 +118,9 @@ class ChatServer:
         self.max_in_flight = 0
         self._faults: deque[str] = deque()
         self._lock = threading.Lock()
+        self._hold_after: int | None = None
+        self._admitted = 0
+        self._released = threading.Event()
         self.add_faults(faults)
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
@@ -148,6 +155,36 @@ class ChatServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def hold(self, after: int) -> None:
+        """Answer ``after`` more requests, then hold every later one unanswered
+        (recorded with fault ``held``, status 0) until :meth:`release`: a kill
+        test's moment, "the server had answered K calls"."""
+        with self._lock:
+            self._hold_after = after
+            self._admitted = 0
+            self._released.clear()
+
+    def release(self) -> None:
+        """Stop holding: held requests get a 503, later ones are answered."""
+        with self._lock:
+            self._hold_after = None
+        self._released.set()
+
+    @property
+    def held(self) -> int:
+        """Requests held now or before (fault ``held``)."""
+        with self._lock:
+            return sum(1 for record in self.requests if record.fault == "held")
+
+    def _admit(self) -> bool:
+        with self._lock:
+            if self._hold_after is None:
+                return True
+            if self._admitted < self._hold_after:
+                self._admitted += 1
+                return True
+            return False
 
     def _next_fault(self) -> tuple[int, str]:
         with self._lock:
@@ -186,6 +223,12 @@ class ChatServer:
         digest = hashlib.sha256(
             json.dumps(messages, sort_keys=True).encode("utf-8")
         ).hexdigest()
+        if not self._admit():
+            with self._lock:
+                number = len(self.requests) + 1
+            self._record(RequestRecord(number, model, digest, "held", 0))
+            self._released.wait()
+            return 503, _error("held by the test server, then released", "held")
         number, fault = self._next_fault()
         with self._lock:
             self.in_flight += 1

@@ -14,18 +14,26 @@ Rules:
 * an existing compilation whose pool and raw evidence hash are unchanged is
   reused untouched (recompiling is a no-op); a changed pool or raw evidence is
   refused for that item;
-* a missing model fails before any work; every item is written in its own
-  transaction (artifact + compilation + metrics together, plus the chunk
-  embeddings first computed for that item: a policy that embeds chunks, dense
-  and dense_rerank, reads and queues them through one
-  :class:`generation.embeddings.EmbeddingStore` per compile, so a haystack shared
-  by items, budgets, policies or runs is embedded once).
+* a missing model fails before any work; items are written a batch at a time,
+  one transaction (one lake snapshot) per ``batch_items`` items or
+  ``batch_seconds``, whichever comes first (the settings of
+  :func:`generation.journal.batch_settings`: 1,000 and 30 by default); the
+  policy's registration and the run's start are the first snapshot, the run's
+  finish rides with the last batch. Each item's artifact, compilation and
+  metrics land together, with the chunk embeddings first computed for the batch
+  (a policy that embeds chunks, dense and dense_rerank, reads and queues them
+  through one :class:`generation.embeddings.EmbeddingStore` per compile, so a
+  haystack shared by items, budgets, policies or runs is embedded once). A
+  killed compile loses the items of its open batch only; the rerun compiles
+  them again.
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +41,7 @@ import duckdb
 
 from generation.embeddings import EmbeddingStore
 from generation.evidence import GoldSpan, evidence_metrics
+from generation.journal import batch_settings
 from generation.policies import PASSAGE_SEPARATOR, Evidence, Policy
 from warehouse import transaction
 from warehouse.errors import WarehouseError
@@ -40,7 +49,7 @@ from warehouse.hashing import canonical_json, sha256_text
 from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.raw_tables import policy_row, register_policies
 from warehouse.raw_tables import write as write_rows
-from warehouse.runs import finish_run, start_run
+from warehouse.runs import record_finish, record_start
 from warehouse.tokens import TOKENIZER
 
 
@@ -104,14 +113,16 @@ class _Item:
     is_abstention: bool = False
 
 
-def register_policy(con: duckdb.DuckDBPyConnection, policy: Policy) -> None:
+def register_policy(
+    con: duckdb.DuckDBPyConnection, policy: Policy, *, within: bool = False
+) -> None:
     """Register the policy (raw.policies' register rule), or check the stored one
-    has the same config hash."""
+    has the same config hash. ``within``: inside the caller's transaction."""
     row = con.execute(
         "select config_hash from raw.policies where policy_id = ?", [policy.policy_id]
     ).fetchone()
     if row is None:
-        with transaction(con):
+        with nullcontext() if within else transaction(con):
             register_policies(
                 con,
                 [
@@ -190,6 +201,8 @@ def compile_dataset(
     budget: int | None = None,
     limit: int | None = None,
     progress: Progress = NULL_PROGRESS,
+    batch_items: int | None = None,
+    batch_seconds: float | None = None,
 ) -> CompileSummary:
     """Compile ``policy`` at ``budget`` for every item of ``dataset_id``.
 
@@ -197,7 +210,10 @@ def compile_dataset(
     ----------
     budget : tokens (None or 0 = no budget; selectors need one).
     limit : compile only the first ``limit`` items (by item id).
+    batch_items, batch_seconds : items per lake commit and seconds between
+        commits (default: the replay's batch settings).
     """
+    batch_items, batch_seconds = batch_settings(batch_items, batch_seconds)
     budget_tokens = int(budget or 0)
     if budget_tokens < 0:
         raise WarehouseError(f"--budget must be non-negative, got {budget}")
@@ -208,7 +224,10 @@ def compile_dataset(
     if limit is not None:
         items = items[:limit]
     gold = load_gold(con, dataset_id)
-    register_policy(con, policy)
+    run_id = f"compile-{uuid.uuid4().hex[:16]}"
+    with transaction(con):  # a changed config is refused here, writing nothing
+        register_policy(con, policy, within=True)
+        _start_run(con, run_id, dataset_id, policy, budget_tokens)
     existing = {
         item_id: (pool_id, raw_hash)
         for item_id, pool_id, raw_hash in con.execute(
@@ -217,13 +236,34 @@ def compile_dataset(
             [dataset_id, policy.policy_id, budget_tokens],
         ).fetchall()
     }
-    run_id = f"compile-{uuid.uuid4().hex[:16]}"
-    _start_run(con, run_id, dataset_id, policy, budget_tokens)
     made = reused = refused = skipped = tokens_in = tokens_out = 0
     refusals: list[str] = []
     embeddings = EmbeddingStore(con)
     attach = getattr(policy.impl, "use_embedding_store", None)
     previous_store = attach(embeddings) if attach is not None else None
+    pending: list[tuple[_Item, str, Evidence]] = []
+    last_commit = time.monotonic()
+
+    def commit(finish: tuple[str, dict[str, Any]] | None = None) -> None:
+        with transaction(con):
+            for item, raw_hash, evidence in pending:
+                _store(
+                    con,
+                    dataset_id,
+                    item,
+                    policy,
+                    budget_tokens,
+                    raw_hash,
+                    evidence,
+                    gold.get(item.item_id, []),
+                    run_id,
+                )
+            embeddings.write_pending()
+            if finish is not None:
+                record_finish(con, run_id, *finish)
+        embeddings.committed()
+        pending.clear()
+
     progress.start(len(items), f"compile {policy.policy_id}")
     try:
         for item in items:
@@ -252,26 +292,20 @@ def compile_dataset(
                     f"{policy.policy_id} produced {evidence.selected_tokens} tokens for "
                     f"item {item.item_id}, over the budget {budget_tokens}"
                 )
-            with transaction(con):
-                _store(
-                    con,
-                    dataset_id,
-                    item,
-                    policy,
-                    budget_tokens,
-                    raw_hash,
-                    evidence,
-                    gold.get(item.item_id, []),
-                    run_id,
-                )
-                embeddings.write_pending()
-            embeddings.committed()
+            pending.append((item, raw_hash, evidence))
             made += 1
             tokens_in += evidence.source_tokens
             tokens_out += evidence.selected_tokens
             progress.advance(1, made=1)
+            due = time.monotonic() - last_commit >= batch_seconds
+            if len(pending) >= batch_items or due:
+                commit()
+                last_commit = time.monotonic()
     except BaseException:
-        _finish_run(con, run_id, "failed", {"made": made, **embeddings.counts()})
+        # what was compiled lands with the failure (if even that commit fails,
+        # the next run marks this one interrupted, as after a kill)
+        with suppress(BaseException):
+            commit(("failed", {"made": made, **embeddings.counts()}))
         raise
     finally:
         progress.finish()
@@ -293,7 +327,7 @@ def compile_dataset(
     )
     counts = summary.as_dict()
     del counts["refusals"]
-    _finish_run(con, run_id, "finished", counts)
+    commit(("finished", counts))
     return summary
 
 
@@ -442,8 +476,6 @@ def _start_run(con, run_id: str, dataset_id: str, policy: Policy, budget: int) -
         "config_hash": policy.config_hash,
         "budget_tokens": budget,
     }
-    start_run(con, "compile", f"compile --policy {policy.name}", config, run_id=run_id)
-
-
-def _finish_run(con, run_id: str, status: str, counts: dict[str, Any]) -> None:
-    finish_run(con, run_id, status, counts)
+    record_start(
+        con, "compile", f"compile --policy {policy.name}", config, run_id=run_id
+    )

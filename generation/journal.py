@@ -34,6 +34,35 @@ from warehouse.errors import WarehouseError
 
 JOURNALS = "journals"
 
+#: answers per lake commit, and seconds between commits (whichever comes first)
+BATCH_CALLS_ENV = "RAGLEDGER_BATCH_CALLS"
+BATCH_SECONDS_ENV = "RAGLEDGER_BATCH_SECONDS"
+DEFAULT_BATCH_CALLS = 1000
+DEFAULT_BATCH_SECONDS = 30.0
+
+
+def batch_settings(
+    calls: int | None = None, seconds: float | None = None
+) -> tuple[int, float]:
+    """``(calls, seconds)`` per lake commit: the arguments, else the env settings
+    ``RAGLEDGER_BATCH_CALLS`` / ``RAGLEDGER_BATCH_SECONDS``, else 1,000 and 30."""
+    try:
+        if calls is None:
+            calls = int(os.environ.get(BATCH_CALLS_ENV) or DEFAULT_BATCH_CALLS)
+        if seconds is None:
+            seconds = float(os.environ.get(BATCH_SECONDS_ENV) or DEFAULT_BATCH_SECONDS)
+    except ValueError:
+        raise WarehouseError(
+            f"{BATCH_CALLS_ENV} must be a whole number and {BATCH_SECONDS_ENV} a "
+            "number of seconds"
+        ) from None
+    if calls < 1 or seconds <= 0:
+        raise WarehouseError(
+            f"a batch needs at least 1 call and more than 0 seconds (got {calls} "
+            f"calls, {seconds:g} s)"
+        )
+    return calls, seconds
+
 
 def journal_root(tmp_dir: Path) -> Path:
     """``<lake>/tmp/journals``."""

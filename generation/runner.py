@@ -34,7 +34,6 @@ had arrived: the next replay of the lake commits the dead run's journal first.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -53,7 +52,7 @@ from generation.backends.retry import (
     RetryPolicy,
     call_with_retries,
 )
-from generation.journal import Journal, claim_orphans, journal_root
+from generation.journal import Journal, batch_settings, claim_orphans, journal_root
 from generation.readers import ReaderSpec
 from generation.scoring import (
     DEFAULT_METRICS,
@@ -68,35 +67,6 @@ from warehouse.raw_tables import READER_COLUMNS
 from warehouse.raw_tables import generation_id as generation_id_of
 from warehouse.raw_tables import write as write_rows
 from warehouse.runs import record_finish, record_start
-
-#: answers per lake commit, and seconds between commits (whichever comes first)
-BATCH_CALLS_ENV = "RAGLEDGER_BATCH_CALLS"
-BATCH_SECONDS_ENV = "RAGLEDGER_BATCH_SECONDS"
-DEFAULT_BATCH_CALLS = 1000
-DEFAULT_BATCH_SECONDS = 30.0
-
-
-def batch_settings(
-    calls: int | None = None, seconds: float | None = None
-) -> tuple[int, float]:
-    """``(calls, seconds)`` per lake commit: the arguments, else the env settings
-    ``RAGLEDGER_BATCH_CALLS`` / ``RAGLEDGER_BATCH_SECONDS``, else 1,000 and 30."""
-    try:
-        if calls is None:
-            calls = int(os.environ.get(BATCH_CALLS_ENV) or DEFAULT_BATCH_CALLS)
-        if seconds is None:
-            seconds = float(os.environ.get(BATCH_SECONDS_ENV) or DEFAULT_BATCH_SECONDS)
-    except ValueError:
-        raise WarehouseError(
-            f"{BATCH_CALLS_ENV} must be a whole number and {BATCH_SECONDS_ENV} a "
-            "number of seconds"
-        ) from None
-    if calls < 1 or seconds <= 0:
-        raise WarehouseError(
-            f"a batch needs at least 1 call and more than 0 seconds (got {calls} "
-            f"calls, {seconds:g} s)"
-        )
-    return calls, seconds
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,23 @@ def _print_policies(as_json: bool) -> None:
     help="Print JSON: the policies with --list, else the compile summary "
     "(counts, chunks_embedded, chunks_reused, refusals).",
 )
+@click.option(
+    "--batch-items",
+    type=int,
+    envvar="RAGLEDGER_BATCH_CALLS",
+    default=1000,
+    show_default=True,
+    help="Items per lake commit (one snapshot per batch). Env: RAGLEDGER_BATCH_CALLS.",
+)
+@click.option(
+    "--batch-seconds",
+    type=float,
+    envvar="RAGLEDGER_BATCH_SECONDS",
+    default=30.0,
+    show_default=True,
+    help="At most this many seconds between lake commits. "
+    "Env: RAGLEDGER_BATCH_SECONDS.",
+)
 @click.pass_context
 @error_handler
 def compile_command(
@@ -131,6 +148,8 @@ def compile_command(
     limit: int | None,
     list_policies: bool,
     as_json: bool,
+    batch_items: int,
+    batch_seconds: float,
 ) -> None:
     """Compile one evidence artifact per item for POLICY at BUDGET.
 
@@ -158,7 +177,14 @@ def compile_command(
     con = warehouse.connect(database_path(ctx))
     try:
         summary = compile_dataset(
-            con, dataset_id, policy, budget=budget, limit=limit, progress=RichProgress()
+            con,
+            dataset_id,
+            policy,
+            budget=budget,
+            limit=limit,
+            progress=RichProgress(),
+            batch_items=batch_items,
+            batch_seconds=batch_seconds,
         )
     finally:
         con.close()

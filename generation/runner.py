@@ -34,6 +34,7 @@ had arrived: the next replay of the lake commits the dead run's journal first.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -167,44 +168,100 @@ def resolve_evidence(
 ) -> list[tuple[str, int | None]]:
     """``[(policy_id, budget or None for every budget)]`` for ``--evidence``.
 
-    ``raw`` names the dataset's raw policy (the one raw-kind policy compiled for
-    it); ``POLICY@N`` picks budget N; a bare policy takes every compiled budget.
+    Every name ``compile``, ``panels`` and ``ingest`` print is accepted: ``raw``
+    (the dataset's raw policy, the one raw-kind policy compiled for it), a
+    policy id (``all-passages@v1``, ``hotpotqa-distractor-10``) or a policy
+    name when one version of it is compiled (``all-passages``), each optionally
+    with ``@BUDGET`` (``head_tail@32000``, ``head_tail@v1@32000``,
+    ``head_tail@v1 @ 32000``); a bare policy takes every compiled budget. An
+    unknown name is refused with the valid names of the dataset.
     """
     if not evidence:
         raise WarehouseError("give at least one evidence policy (e.g. raw)")
+    compiled: dict[str, tuple[str | None, str | None, list[int]]] = {
+        policy_id: (name, kind, [int(b) for b in budgets])
+        for policy_id, name, kind, budgets in con.execute(
+            "select c.policy_id, any_value(p.name), any_value(p.kind), "
+            "list(distinct c.budget_tokens order by c.budget_tokens) "
+            "from raw.artifact_compilations c left join raw.policies p "
+            "using (policy_id) where c.dataset_id = ? group by 1 order by 1",
+            [dataset_id],
+        ).fetchall()
+    }
     resolved: list[tuple[str, int | None]] = []
     for entry in evidence:
         # policy ids carry versions ("recomp-extractive@v1"): only a numeric
         # suffix after the last "@" is a budget
-        name, separator, budget = entry.strip().rpartition("@")
+        text = re.sub(r"\s*@\s*", "@", entry.strip())
+        name, separator, budget = text.rpartition("@")
         if not separator or not budget.isdigit():
-            name, budget = entry.strip(), ""
+            name, budget = text, ""
         if name == "raw":
-            found = con.execute(
-                "select distinct c.policy_id from raw.artifact_compilations c "
-                "join raw.policies p using (policy_id) "
-                "where c.dataset_id = ? and p.kind = 'raw' order by 1",
-                [dataset_id],
-            ).fetchall()
+            found = sorted(p for p, (_, kind, _) in compiled.items() if kind == "raw")
             if len(found) != 1:
-                names = ", ".join(row[0] for row in found) or "none"
+                names = ", ".join(found) or "none"
                 raise WarehouseError(
                     f"`raw` is ambiguous for dataset {dataset_id!r}: raw policies "
                     f"compiled for it: {names}; name one"
                 )
-            name = found[0][0]
-        known = con.execute(
-            "select count(*) from raw.artifact_compilations "
-            "where dataset_id = ? and policy_id = ?",
-            [dataset_id, name],
-        ).fetchone()[0]
-        if not known:
+            name = found[0]
+        policy_id = name if name in compiled else None
+        if policy_id is None:
+            versions = sorted(p for p, (n, _, _) in compiled.items() if n == name)
+            if len(versions) > 1:
+                raise WarehouseError(
+                    f"--evidence {entry!r}: {name} is compiled for {dataset_id!r} "
+                    f"as {', '.join(versions)}; name one"
+                )
+            policy_id = versions[0] if versions else None
+        if policy_id is None:
             raise WarehouseError(
-                f"no stored artifacts for dataset {dataset_id!r} under policy {name!r}; "
-                "compile or ingest them first"
+                _unknown_evidence(con, dataset_id, entry, name, compiled)
             )
-        resolved.append((name, int(budget) if budget else None))
+        if budget and int(budget) not in compiled[policy_id][2]:
+            raise WarehouseError(
+                f"--evidence {entry!r}: {policy_id} is compiled for {dataset_id!r} "
+                f"at budget(s) {', '.join(map(str, compiled[policy_id][2]))} only; "
+                f"valid names: {_evidence_names(compiled)}"
+            )
+        resolved.append((policy_id, int(budget) if budget else None))
     return resolved
+
+
+def _evidence_names(
+    compiled: dict[str, tuple[str | None, str | None, list[int]]],
+) -> str:
+    names = [
+        policy_id if not budget else f"{policy_id}@{budget}"
+        for policy_id, (_, _, budgets) in compiled.items()
+        for budget in budgets
+    ]
+    shown = ", ".join(names[:30])
+    return shown + (f" (and {len(names) - 30} more)" if len(names) > 30 else "")
+
+
+def _unknown_evidence(
+    con: duckdb.DuckDBPyConnection,
+    dataset_id: str,
+    entry: str,
+    name: str,
+    compiled: dict[str, tuple[str | None, str | None, list[int]]],
+) -> str:
+    pooled = con.execute(
+        "select count(*) from raw.policy_pools where dataset_id = ? and policy_id = ?",
+        [dataset_id, name],
+    ).fetchone()[0]
+    if pooled:
+        return (
+            f"--evidence {entry!r}: the raw policy {name} of {dataset_id!r} is stored "
+            f"as pools, not yet as artifacts; run `ragledger compile --policy {name} "
+            f"--dataset {dataset_id}` first"
+        )
+    valid = _evidence_names(compiled) if compiled else "none (compile first)"
+    return (
+        f"no stored artifacts for dataset {dataset_id!r} under {entry!r}; "
+        f"valid names: raw, {valid}"
+    )
 
 
 def load_evidence(

@@ -214,7 +214,9 @@ def test_bad_requests_fail_before_any_call(db, tmp_path):
         reader = _reader(tmp_path, server.url)
         with pytest.raises(WarehouseError, match="no items"):
             replay(con, "no-such-dataset", [reader], ["raw"])
-        with pytest.raises(WarehouseError, match="no stored artifacts.*bm25"):
+        with pytest.raises(
+            WarehouseError, match="no stored artifacts.*bm25.*valid names"
+        ):
             replay(con, DATASET, [reader], ["bm25-top5"])
         with pytest.raises(WarehouseError, match="not in dataset"):
             replay(con, DATASET, [reader], ["raw"], items=["nope"])

@@ -50,7 +50,7 @@ from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.raw_tables import policy_row, register_policies
 from warehouse.raw_tables import write as write_rows
 from warehouse.runs import record_finish, record_start
-from warehouse.tokens import TOKENIZER
+from warehouse.tokens import TOKENIZER, count_tokens
 
 
 @dataclass(frozen=True)
@@ -193,10 +193,104 @@ def load_gold(
     return gold
 
 
+@dataclass(frozen=True)
+class _PoolSpec:
+    description: str | None
+    needs_budget: bool = False
+
+
+@dataclass
+class PoolPolicy:
+    """A benchmark raw policy that ``ingest`` stored as pools (``raw.policy_pools``:
+    ``longmemeval-bm25-top20``, ``hotpotqa-distractor-10``, ``musique-first8``,
+    ...): its artifact is the policy pool's passages, blank-line joined, as the
+    benchmark's loader derived them; kept spans map each passage back to the
+    item's pool (``sources_json``) so evidence recall is measured against the
+    gold spans. Registered by ingest: compile checks the stored registration."""
+
+    policy_id: str
+    name: str
+    version: int
+    kind: str
+    config: dict[str, Any]
+    config_hash: str
+    spec: _PoolSpec
+    #: item id -> (passages of its policy pool, their sources in the item's pool)
+    pools: dict[str, tuple[tuple[str, ...], tuple[dict[str, Any], ...]]]
+    impl: None = None
+
+    def check_available(self) -> None:
+        return None
+
+    def compile_item(self, item: _Item) -> Evidence:
+        passages, sources = self.pools[item.item_id]
+        text = PASSAGE_SEPARATOR.join(passages)
+        kept: list[tuple[int, int, int]] = []
+        for source in sources:
+            position = source.get("position")
+            if position is None or not 0 <= int(position) < len(item.passages):
+                continue
+            whole = item.passages[int(position)]
+            start = int(source.get("char_start") or 0)
+            end = int(source.get("char_end") or len(whole))
+            if end > start:
+                kept.append((int(position), start, end))
+        return Evidence(
+            text=text,
+            source_tokens=count_tokens(PASSAGE_SEPARATOR.join(item.passages)),
+            selected_tokens=count_tokens(text),
+            provenance="source_spans",
+            kept_spans=tuple(kept) if len(kept) == len(sources) else None,
+            cost_usd=0.0,
+            metadata={"policy_pool": True, "passages": len(passages)},
+        )
+
+
+def load_pool_policy(
+    con: duckdb.DuckDBPyConnection, dataset_id: str, policy_id: str
+) -> PoolPolicy | None:
+    """The benchmark raw policy ``policy_id`` of ``dataset_id`` as stored by
+    ingest, or None when ``raw.policy_pools`` holds none by that id."""
+    registered = con.execute(
+        "select name, version, kind, config_json, config_hash, description "
+        "from raw.policies where policy_id = ?",
+        [policy_id],
+    ).fetchone()
+    rows = con.execute(
+        "select item_id, pool_id, sources_json from raw.policy_pools "
+        "where dataset_id = ? and policy_id = ? order by item_id",
+        [dataset_id, policy_id],
+    ).fetchall()
+    if registered is None or not rows:
+        return None
+    passages: dict[str, list[str]] = {}
+    for pool_id, text in con.execute(
+        "select pool_id, text from raw.pool_passages where pool_id in "
+        "(select pool_id from raw.policy_pools where dataset_id = ? and policy_id = ?) "
+        "order by pool_id, position",
+        [dataset_id, policy_id],
+    ).fetchall():
+        passages.setdefault(pool_id, []).append(text)
+    name, version, kind, config_json, config_hash, description = registered
+    return PoolPolicy(
+        policy_id=policy_id,
+        name=policy_id,
+        version=int(version or 1),
+        kind=kind,
+        config=json.loads(config_json or "{}"),
+        config_hash=config_hash,
+        spec=_PoolSpec(description),
+        pools={
+            item_id: (tuple(passages.get(pool_id, ())), tuple(json.loads(sources)))
+            for item_id, pool_id, sources in rows
+        },
+    )
+
+
 def compile_dataset(
     con: duckdb.DuckDBPyConnection,
     dataset_id: str,
-    policy: Policy,
+    policy: Policy | PoolPolicy,
     *,
     budget: int | None = None,
     limit: int | None = None,
@@ -215,6 +309,11 @@ def compile_dataset(
     """
     batch_items, batch_seconds = batch_settings(batch_items, batch_seconds)
     budget_tokens = int(budget or 0)
+    if isinstance(policy, PoolPolicy) and budget_tokens:
+        raise WarehouseError(
+            f"policy {policy.policy_id} is a benchmark raw policy and takes no token "
+            f"budget (got {budget_tokens}); compile it without --budget"
+        )
     if budget_tokens < 0:
         raise WarehouseError(f"--budget must be non-negative, got {budget}")
     if policy.spec.needs_budget and not budget_tokens:
@@ -284,9 +383,16 @@ def compile_dataset(
                     )
                     progress.advance(1, refused=1)
                 continue
-            evidence = policy.compile(
-                item.question, item.passages, budget_tokens or None
-            )
+            if isinstance(policy, PoolPolicy):
+                if item.item_id not in policy.pools:
+                    skipped += 1
+                    progress.advance(1, skipped=1)
+                    continue
+                evidence = policy.compile_item(item)
+            else:
+                evidence = policy.compile(
+                    item.question, item.passages, budget_tokens or None
+                )
             if budget_tokens and evidence.selected_tokens > budget_tokens:
                 raise WarehouseError(
                     f"{policy.policy_id} produced {evidence.selected_tokens} tokens for "

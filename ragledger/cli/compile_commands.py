@@ -170,12 +170,43 @@ def compile_command(
     for value, option in ((policy_name, "--policy"), (dataset_id, "--dataset")):
         if not value:
             raise click.UsageError(f"Missing option '{option}' (or use --list).")
-    from generation.artifacts import compile_dataset
-    from generation.policies import get_policy
+    from generation.artifacts import compile_dataset, load_pool_policy
+    from generation.policies import REGISTRY, get_policy
 
-    policy = get_policy(policy_name, version=policy_version, **_parse_options(options))
     con = warehouse.connect(database_path(ctx))
     try:
+        # a benchmark raw policy stored by ingest (longmemeval-bm25-top20, ...)
+        policy = (
+            None if policy_name in REGISTRY else
+            load_pool_policy(con, dataset_id, policy_name)
+        )  # fmt: skip
+        if policy is not None and options:
+            raise WarehouseError(
+                f"policy {policy_name} is a benchmark raw policy stored by ingest; "
+                "it takes no --option"
+            )
+        if policy is None and policy_name not in REGISTRY:
+            pooled = [
+                row[0]
+                for row in con.execute(
+                    "select distinct policy_id from raw.policy_pools "
+                    "where dataset_id = ? order by 1",
+                    [dataset_id],
+                ).fetchall()
+            ]
+            raise WarehouseError(
+                f"unknown policy {policy_name!r}; known policies: "
+                f"{', '.join(sorted(REGISTRY))}"
+                + (
+                    f"; raw policies of {dataset_id}: {', '.join(pooled)}"
+                    if pooled
+                    else ""
+                )
+            )
+        if policy is None:
+            policy = get_policy(
+                policy_name, version=policy_version, **_parse_options(options)
+            )
         summary = compile_dataset(
             con,
             dataset_id,

@@ -735,7 +735,8 @@ def _execute(
                             break
                     due = time.monotonic() - last_commit >= batch_seconds
                     if running and (journal.pending >= batch_calls or due):
-                        commit()
+                        if journal.pending:  # nothing new: no empty snapshot
+                            commit()
                         last_commit = time.monotonic()
             except BaseException:
                 for future in running:

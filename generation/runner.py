@@ -49,6 +49,7 @@ from generation import scoring
 from generation.backends import Backend
 from generation.backends.retry import (
     DEFAULT_RETRY,
+    AdaptiveLimit,
     CallOutcome,
     RetryPolicy,
     call_with_retries,
@@ -133,6 +134,10 @@ class ReplaySummary:
     recovered: int = 0
     #: the items selected (what a judge run after the replay grades)
     item_ids: tuple[str, ...] = ()
+    #: calls that met at least one 429/503 (throttled attempts are retried)
+    throttled: int = 0
+    #: the lowest concurrency the adaptive limit fell to (AIMD, up to --concurrency)
+    concurrency_lowest: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -148,6 +153,7 @@ class _Counters:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     commits: int = 0
+    throttled: int = 0
 
     def as_counts(self) -> dict[str, Any]:
         """What the run made, for its ``raw.runs`` row."""
@@ -632,6 +638,7 @@ def replay(
                 record_finish(con, run_id, "finished", {"calls": 0, "reused": reused})
         orphans.remove()  # committed
     counters = _Counters(commits=1)
+    limit = AdaptiveLimit(concurrency)
     if calls:
         progress.start(len(calls) + reused, f"replay {dataset_id}")
         if reused:
@@ -640,7 +647,7 @@ def replay(
         try:
             _execute(
                 con, calls, backends, metrics, benchmark, retry, concurrency,
-                run_id, counters, progress, journal, batch,
+                run_id, counters, progress, journal, batch, limit,
             )  # fmt: skip
         finally:
             progress.finish()
@@ -663,6 +670,8 @@ def replay(
         commits=counters.commits,
         recovered=recovered,
         item_ids=item_ids,
+        throttled=counters.throttled,
+        concurrency_lowest=limit.lowest,
     )
 
 
@@ -679,6 +688,7 @@ def _execute(
     progress: Progress,
     journal: Journal,
     batch: tuple[int, float],
+    limit: AdaptiveLimit,
 ) -> None:
     """Run calls on a pool of ``concurrency`` threads.
 
@@ -696,7 +706,11 @@ def _execute(
             {"question": call.row.question, "evidence": call.row.text}
         )
         outcome = call_with_retries(
-            backends[call.reader.reader_id], messages, call.reader.params, retry
+            backends[call.reader.reader_id],
+            messages,
+            call.reader.params,
+            retry,
+            limit=limit,
         )
         journal.append(record_of(call, outcome, metrics, benchmark, run_id))
         return call, outcome
@@ -881,6 +895,8 @@ def _count(counters: _Counters, outcome: CallOutcome, progress: Progress) -> Non
             completion += attempt.response.completion_tokens or 0
             cost += attempt.response.cost_usd or 0.0
     counters.attempts += len(outcome.attempts)
+    if any(attempt.status == "rate_limited" for attempt in outcome.attempts):
+        counters.throttled += 1
     counters.prompt_tokens += prompt
     counters.completion_tokens += completion
     counters.cost_usd += cost

@@ -87,6 +87,8 @@ class ChatServer:
     one ``chat.completion.chunk`` per piece of the reply, then ``data: [DONE]``.
     faults : scripted faults consumed one per request, then ``ok``.
     sleep_s : seconds every request sleeps before answering.
+    capacity : the most requests answered at once: one more gets a 429 with
+        ``Retry-After: retry_after_s`` (a rate-limited endpoint).
 
     :meth:`hold` makes it answer K requests and hold the rest unanswered (a
     kill test's moment); :attr:`requests` records every request with its body's
@@ -103,6 +105,8 @@ class ChatServer:
         port: int = 0,
         faults: Iterable[str] = (),
         sleep_s: float = 0.0,
+        capacity: int | None = None,
+        retry_after_s: float = 0.0,
     ) -> None:
         self.backend = backend
         self.backends: dict[str, Backend] | None = (
@@ -113,6 +117,8 @@ class ChatServer:
             else {served_name(backend): backend}
         )
         self.sleep_s = sleep_s
+        self.capacity = capacity
+        self.retry_after_s = retry_after_s
         self.requests: list[RequestRecord] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -231,8 +237,13 @@ class ChatServer:
             return 503, _error("held by the test server, then released", "held")
         number, fault = self._next_fault()
         with self._lock:
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            over = self.capacity is not None and self.in_flight >= self.capacity
+            if not over:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if over:
+            self._record(RequestRecord(number, model, digest, "429", 429))
+            return 429, _error("over capacity: slow down", "rate_limit_exceeded")
         try:
             return self._answer(body, messages, model, digest, number, fault)
         finally:
@@ -350,7 +361,7 @@ def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             if status == 429:
-                self.send_header("Retry-After", "0")
+                self.send_header("Retry-After", f"{server.retry_after_s:g}")
             self.end_headers()
             self.wfile.write(data)
 

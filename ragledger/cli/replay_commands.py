@@ -29,6 +29,12 @@ def _replay_fields(summary: Any) -> list[tuple[str, Any]]:
         ("made", summary.made),
         ("  ok / empty / failed", f"{summary.ok} / {summary.empty} / {summary.failed}"),
         ("attempts", summary.attempts),
+        (
+            "throttled calls (429/503)",
+            f"{summary.throttled} (concurrency fell to {summary.concurrency_lowest})"
+            if summary.throttled
+            else "0",
+        ),
         ("prompt tokens", summary.prompt_tokens),
         ("completion tokens", summary.completion_tokens),
         ("cost usd", cost),
@@ -72,7 +78,13 @@ def _replay_fields(summary: Any) -> list[tuple[str, Any]]:
     help="Lexical metrics to score (BABILong datasets add `label`).",
 )
 @click.option("--judge", "judge_id", help="Also grade the answers with this judge.")
-@click.option("--concurrency", default=4, show_default=True, help="Calls in flight.")
+@click.option(
+    "--concurrency",
+    default=4,
+    show_default=True,
+    help="Most calls in flight: halved on a 429/503 (and paused for its "
+    "Retry-After), raised again by one per window of answered calls (AIMD).",
+)
 @click.option(
     "--max-attempts",
     default=3,

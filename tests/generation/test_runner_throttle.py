@@ -65,7 +65,6 @@ def test_a_replay_slows_down_on_429_and_counts_throttled_calls(loaded_db, tmp_pa
     # the summary counts the calls the server throttled at least once
     assert summary.throttled == len(refused) > 0
     assert summary.concurrency_lowest <= 2
-    print(len(requests), sum(refused.values()), summary.concurrency_lowest)
     # eight workers against room for two: without slowing down, six of every
     # eight attempts would be refused again and again
     assert sum(refused.values()) <= 16

@@ -212,6 +212,8 @@ def replay_command(
                 retry=retry,
                 run_id=summary.run_id,
                 progress=RichProgress(),
+                batch_calls=batch_calls,
+                batch_seconds=batch_seconds,
             )
             print_fields(
                 [

@@ -111,16 +111,18 @@ class Journal:
             os.fsync(self._handle.fileno())
             self._records += 1
 
-    def rotate(self) -> tuple[Path, list[dict[str, Any]]]:
-        """Close the current segment and start the next one: ``(closed path, its
-        records)``. Delete the path once its records are committed."""
+    def rotate(self) -> tuple[list[Path], list[dict[str, Any]]]:
+        """Close the current segment and start the next one: ``(closed segments,
+        their records)``, every closed segment still on disk (one whose commit
+        failed comes again). Delete the paths once the records are committed."""
         with self._mutex:
             assert self._handle is not None
             self._handle.close()
-            closed = self._path
             self._open_next()
+            current = self._path
         _fsync_dir(self.folder)
-        return closed, read_segment(closed)
+        closed = sorted(p for p in self.folder.glob("*.jsonl") if p != current)
+        return closed, [record for path in closed for record in read_segment(path)]
 
     def remove(self) -> None:
         """Delete the journal (every record committed) and release its lock."""
@@ -200,7 +202,7 @@ def claim_orphans(root: Path) -> Iterator[Orphans]:
     try:
         if root.is_dir():
             for folder in sorted(root.iterdir()):
-                if not folder.is_dir() or folder.name.startswith("."):
+                if not folder.is_dir():
                     continue
                 handle = open(folder / "lock", "a+")  # noqa: SIM115
                 try:
@@ -210,6 +212,8 @@ def claim_orphans(root: Path) -> Iterator[Orphans]:
                     continue
                 orphans._handles.append(handle)
                 orphans.folders.append(folder)
+                if folder.name.startswith("."):
+                    continue  # killed while being made: it holds no record
                 for segment in sorted(folder.glob("*.jsonl")):
                     orphans.records.extend(read_segment(segment))
         yield orphans

@@ -716,13 +716,14 @@ def _execute(
         return call, outcome
 
     def commit(status: str | None = None) -> None:
-        segment, records = journal.rotate()
+        segments, records = journal.rotate()
         with transaction(con):
             commit_records(con, records)
             if status is not None:
                 record_finish(con, run_id, status, counters.as_counts())
         counters.commits += 1
-        segment.unlink()
+        for segment in segments:
+            segment.unlink()
 
     pending_calls: Iterator[ReplayCall] = iter(calls)
     last_commit = time.monotonic()

@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -204,6 +205,8 @@ def claim_orphans(root: Path) -> Iterator[Orphans]:
             for folder in sorted(root.iterdir()):
                 if not folder.is_dir():
                     continue
+                if folder.name.startswith(".") and time.time() - _age(folder) < 60:
+                    continue  # maybe being made right now, not yet locked
                 handle = open(folder / "lock", "a+")  # noqa: SIM115
                 try:
                     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -219,6 +222,13 @@ def claim_orphans(root: Path) -> Iterator[Orphans]:
         yield orphans
     finally:
         orphans.release()
+
+
+def _age(folder: Path) -> float:
+    try:
+        return folder.stat().st_mtime
+    except FileNotFoundError:
+        return time.time()
 
 
 def _fsync_dir(folder: Path) -> None:

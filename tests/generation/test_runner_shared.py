@@ -107,3 +107,41 @@ def test_an_answer_stored_under_one_policy_is_recorded_under_the_other(con, tmp_
     assert rows[0][3:] == rows[1][3:] and rows[2][3:] == rows[3][3:]
     scores = _scores(con)
     assert len(scores) == 2 * len([s for s in scores if s[1] == RAW])
+
+
+@pytest.mark.slow
+def test_the_selection_comparison_counts_every_question(tmp_path, example_dir):
+    """Issue 23.1 end to end: head_tail with a budget above every item's size
+    keeps the raw text; after build + audit, every method at every budget
+    counts all the questions (none left out for lacking a method)."""
+    from analysis.audit import audit_warehouse
+    from ingest.ragscale import load_ragscale
+    from warehouse import dbt_runner
+
+    items = ["hpqa-0000", "hpqa-0001", "hpqa-0003"]
+    path = tmp_path / "warehouse.duckdb"
+    con = warehouse.connect(path)
+    load_ragscale(con, example_dir)
+    compile_dataset(con, DATASET, get_policy("head_tail"), budget=100_000, limit=4)
+    compile_dataset(con, DATASET, get_policy("bm25"), budget=512, limit=4)
+    with ChatServer(EchoBackend()) as server:
+        reader = _reader(tmp_path, server.url)
+        summary = replay(
+            con, DATASET, [reader], ["raw", "head_tail@100000", "bm25@512"],
+            items=items, seeds=[0, 1], metrics=["token_f1"], retry=FAST,
+        )  # fmt: skip
+    # raw and head_tail@100000 share their text: one call for both
+    assert summary.made == len(items) * 2 * 2
+    con.close()
+    assert dbt_runner.build(
+        path, target_path=tmp_path / "target", log_path=tmp_path / "logs"
+    ).ok
+    run = audit_warehouse(path, selection_draws=50)
+    selections = {key: result for key, _, result in run.selections}
+    result = selections[f"selection:{DATASET}:token_f1:echo"]
+    got = {method.method: method for method in result.methods}
+    assert set(got) == {f"{RAW}@0", "head_tail@v1@100000", "bm25@v1@512"}
+    for method in got.values():
+        assert (method.questions, method.seeds) == (len(items), 2)
+    assert got["head_tail@v1@100000"].accuracy == got[f"{RAW}@0"].accuracy
+    assert not any("left out" in note for note in run.messages), run.messages

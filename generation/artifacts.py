@@ -14,18 +14,26 @@ Rules:
 * an existing compilation whose pool and raw evidence hash are unchanged is
   reused untouched (recompiling is a no-op); a changed pool or raw evidence is
   refused for that item;
-* a missing model fails before any work; every item is written in its own
-  transaction (artifact + compilation + metrics together, plus the chunk
-  embeddings first computed for that item: a policy that embeds chunks, dense
-  and dense_rerank, reads and queues them through one
-  :class:`generation.embeddings.EmbeddingStore` per compile, so a haystack shared
-  by items, budgets, policies or runs is embedded once).
+* a missing model fails before any work; items are written a batch at a time,
+  one transaction (one lake snapshot) per ``batch_items`` items or
+  ``batch_seconds``, whichever comes first (the settings of
+  :func:`generation.journal.batch_settings`: 1,000 and 30 by default); the
+  policy's registration and the run's start are the first snapshot, the run's
+  finish rides with the last batch. Each item's artifact, compilation and
+  metrics land together, with the chunk embeddings first computed for the batch
+  (a policy that embeds chunks, dense and dense_rerank, reads and queues them
+  through one :class:`generation.embeddings.EmbeddingStore` per compile, so a
+  haystack shared by items, budgets, policies or runs is embedded once). A
+  killed compile loses the items of its open batch only; the rerun compiles
+  them again.
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +41,7 @@ import duckdb
 
 from generation.embeddings import EmbeddingStore
 from generation.evidence import GoldSpan, evidence_metrics
+from generation.journal import batch_settings
 from generation.policies import PASSAGE_SEPARATOR, Evidence, Policy
 from warehouse import transaction
 from warehouse.errors import WarehouseError
@@ -40,8 +49,8 @@ from warehouse.hashing import canonical_json, sha256_text
 from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.raw_tables import policy_row, register_policies
 from warehouse.raw_tables import write as write_rows
-from warehouse.runs import finish_run, start_run
-from warehouse.tokens import TOKENIZER
+from warehouse.runs import record_finish, record_start
+from warehouse.tokens import TOKENIZER, count_tokens
 
 
 @dataclass(frozen=True)
@@ -104,14 +113,16 @@ class _Item:
     is_abstention: bool = False
 
 
-def register_policy(con: duckdb.DuckDBPyConnection, policy: Policy) -> None:
+def register_policy(
+    con: duckdb.DuckDBPyConnection, policy: Policy, *, within: bool = False
+) -> None:
     """Register the policy (raw.policies' register rule), or check the stored one
-    has the same config hash."""
+    has the same config hash. ``within``: inside the caller's transaction."""
     row = con.execute(
         "select config_hash from raw.policies where policy_id = ?", [policy.policy_id]
     ).fetchone()
     if row is None:
-        with transaction(con):
+        with nullcontext() if within else transaction(con):
             register_policies(
                 con,
                 [
@@ -182,14 +193,110 @@ def load_gold(
     return gold
 
 
+@dataclass(frozen=True)
+class _PoolSpec:
+    description: str | None
+    needs_budget: bool = False
+
+
+@dataclass
+class PoolPolicy:
+    """A benchmark raw policy that ``ingest`` stored as pools (``raw.policy_pools``:
+    ``longmemeval-bm25-top20``, ``hotpotqa-distractor-10``, ``musique-first8``,
+    ...): its artifact is the policy pool's passages, blank-line joined, as the
+    benchmark's loader derived them; kept spans map each passage back to the
+    item's pool (``sources_json``) so evidence recall is measured against the
+    gold spans. Registered by ingest: compile checks the stored registration."""
+
+    policy_id: str
+    name: str
+    version: int
+    kind: str
+    config: dict[str, Any]
+    config_hash: str
+    spec: _PoolSpec
+    #: item id -> (passages of its policy pool, their sources in the item's pool)
+    pools: dict[str, tuple[tuple[str, ...], tuple[dict[str, Any], ...]]]
+    impl: None = None
+
+    def check_available(self) -> None:
+        return None
+
+    def compile_item(self, item: _Item) -> Evidence:
+        passages, sources = self.pools[item.item_id]
+        text = PASSAGE_SEPARATOR.join(passages)
+        kept: list[tuple[int, int, int]] = []
+        for source in sources:
+            position = source.get("position")
+            if position is None or not 0 <= int(position) < len(item.passages):
+                continue
+            whole = item.passages[int(position)]
+            start = int(source.get("char_start") or 0)
+            end = int(source.get("char_end") or len(whole))
+            if end > start:
+                kept.append((int(position), start, end))
+        return Evidence(
+            text=text,
+            source_tokens=count_tokens(PASSAGE_SEPARATOR.join(item.passages)),
+            selected_tokens=count_tokens(text),
+            provenance="source_spans",
+            kept_spans=tuple(kept) if len(kept) == len(sources) else None,
+            cost_usd=0.0,
+            metadata={"policy_pool": True, "passages": len(passages)},
+        )
+
+
+def load_pool_policy(
+    con: duckdb.DuckDBPyConnection, dataset_id: str, policy_id: str
+) -> PoolPolicy | None:
+    """The benchmark raw policy ``policy_id`` of ``dataset_id`` as stored by
+    ingest, or None when ``raw.policy_pools`` holds none by that id."""
+    registered = con.execute(
+        "select name, version, kind, config_json, config_hash, description "
+        "from raw.policies where policy_id = ?",
+        [policy_id],
+    ).fetchone()
+    rows = con.execute(
+        "select item_id, pool_id, sources_json from raw.policy_pools "
+        "where dataset_id = ? and policy_id = ? order by item_id",
+        [dataset_id, policy_id],
+    ).fetchall()
+    if registered is None or not rows:
+        return None
+    passages: dict[str, list[str]] = {}
+    for pool_id, text in con.execute(
+        "select pool_id, text from raw.pool_passages where pool_id in "
+        "(select pool_id from raw.policy_pools where dataset_id = ? and policy_id = ?) "
+        "order by pool_id, position",
+        [dataset_id, policy_id],
+    ).fetchall():
+        passages.setdefault(pool_id, []).append(text)
+    name, version, kind, config_json, config_hash, description = registered
+    return PoolPolicy(
+        policy_id=policy_id,
+        name=policy_id,
+        version=int(version or 1),
+        kind=kind,
+        config=json.loads(config_json or "{}"),
+        config_hash=config_hash,
+        spec=_PoolSpec(description),
+        pools={
+            item_id: (tuple(passages.get(pool_id, ())), tuple(json.loads(sources)))
+            for item_id, pool_id, sources in rows
+        },
+    )
+
+
 def compile_dataset(
     con: duckdb.DuckDBPyConnection,
     dataset_id: str,
-    policy: Policy,
+    policy: Policy | PoolPolicy,
     *,
     budget: int | None = None,
     limit: int | None = None,
     progress: Progress = NULL_PROGRESS,
+    batch_items: int | None = None,
+    batch_seconds: float | None = None,
 ) -> CompileSummary:
     """Compile ``policy`` at ``budget`` for every item of ``dataset_id``.
 
@@ -197,8 +304,16 @@ def compile_dataset(
     ----------
     budget : tokens (None or 0 = no budget; selectors need one).
     limit : compile only the first ``limit`` items (by item id).
+    batch_items, batch_seconds : items per lake commit and seconds between
+        commits (default: the replay's batch settings).
     """
+    batch_items, batch_seconds = batch_settings(batch_items, batch_seconds)
     budget_tokens = int(budget or 0)
+    if isinstance(policy, PoolPolicy) and budget_tokens:
+        raise WarehouseError(
+            f"policy {policy.policy_id} is a benchmark raw policy and takes no token "
+            f"budget (got {budget_tokens}); compile it without --budget"
+        )
     if budget_tokens < 0:
         raise WarehouseError(f"--budget must be non-negative, got {budget}")
     if policy.spec.needs_budget and not budget_tokens:
@@ -208,7 +323,10 @@ def compile_dataset(
     if limit is not None:
         items = items[:limit]
     gold = load_gold(con, dataset_id)
-    register_policy(con, policy)
+    run_id = f"compile-{uuid.uuid4().hex[:16]}"
+    with transaction(con):  # a changed config is refused here, writing nothing
+        register_policy(con, policy, within=True)
+        _start_run(con, run_id, dataset_id, policy, budget_tokens)
     existing = {
         item_id: (pool_id, raw_hash)
         for item_id, pool_id, raw_hash in con.execute(
@@ -217,13 +335,34 @@ def compile_dataset(
             [dataset_id, policy.policy_id, budget_tokens],
         ).fetchall()
     }
-    run_id = f"compile-{uuid.uuid4().hex[:16]}"
-    _start_run(con, run_id, dataset_id, policy, budget_tokens)
     made = reused = refused = skipped = tokens_in = tokens_out = 0
     refusals: list[str] = []
     embeddings = EmbeddingStore(con)
     attach = getattr(policy.impl, "use_embedding_store", None)
     previous_store = attach(embeddings) if attach is not None else None
+    pending: list[tuple[_Item, str, Evidence]] = []
+    last_commit = time.monotonic()
+
+    def commit(finish: tuple[str, dict[str, Any]] | None = None) -> None:
+        with transaction(con):
+            for item, raw_hash, evidence in pending:
+                _store(
+                    con,
+                    dataset_id,
+                    item,
+                    policy,
+                    budget_tokens,
+                    raw_hash,
+                    evidence,
+                    gold.get(item.item_id, []),
+                    run_id,
+                )
+            embeddings.write_pending()
+            if finish is not None:
+                record_finish(con, run_id, *finish)
+        embeddings.committed()
+        pending.clear()
+
     progress.start(len(items), f"compile {policy.policy_id}")
     try:
         for item in items:
@@ -244,34 +383,35 @@ def compile_dataset(
                     )
                     progress.advance(1, refused=1)
                 continue
-            evidence = policy.compile(
-                item.question, item.passages, budget_tokens or None
-            )
+            if isinstance(policy, PoolPolicy):
+                if item.item_id not in policy.pools:
+                    skipped += 1
+                    progress.advance(1, skipped=1)
+                    continue
+                evidence = policy.compile_item(item)
+            else:
+                evidence = policy.compile(
+                    item.question, item.passages, budget_tokens or None
+                )
             if budget_tokens and evidence.selected_tokens > budget_tokens:
                 raise WarehouseError(
                     f"{policy.policy_id} produced {evidence.selected_tokens} tokens for "
                     f"item {item.item_id}, over the budget {budget_tokens}"
                 )
-            with transaction(con):
-                _store(
-                    con,
-                    dataset_id,
-                    item,
-                    policy,
-                    budget_tokens,
-                    raw_hash,
-                    evidence,
-                    gold.get(item.item_id, []),
-                    run_id,
-                )
-                embeddings.write_pending()
-            embeddings.committed()
+            pending.append((item, raw_hash, evidence))
             made += 1
             tokens_in += evidence.source_tokens
             tokens_out += evidence.selected_tokens
             progress.advance(1, made=1)
+            due = time.monotonic() - last_commit >= batch_seconds
+            if len(pending) >= batch_items or due:
+                commit()
+                last_commit = time.monotonic()
     except BaseException:
-        _finish_run(con, run_id, "failed", {"made": made, **embeddings.counts()})
+        # what was compiled lands with the failure (if even that commit fails,
+        # the next run marks this one interrupted, as after a kill)
+        with suppress(BaseException):
+            commit(("failed", {"made": made, **embeddings.counts()}))
         raise
     finally:
         progress.finish()
@@ -293,7 +433,7 @@ def compile_dataset(
     )
     counts = summary.as_dict()
     del counts["refusals"]
-    _finish_run(con, run_id, "finished", counts)
+    commit(("finished", counts))
     return summary
 
 
@@ -442,8 +582,6 @@ def _start_run(con, run_id: str, dataset_id: str, policy: Policy, budget: int) -
         "config_hash": policy.config_hash,
         "budget_tokens": budget,
     }
-    start_run(con, "compile", f"compile --policy {policy.name}", config, run_id=run_id)
-
-
-def _finish_run(con, run_id: str, status: str, counts: dict[str, Any]) -> None:
-    finish_run(con, run_id, status, counts)
+    record_start(
+        con, "compile", f"compile --policy {policy.name}", config, run_id=run_id
+    )

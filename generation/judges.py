@@ -50,6 +50,7 @@ from generation.backends.retry import (
     RetryPolicy,
     call_with_retries,
 )
+from generation.journal import batch_settings
 from generation.prompts import PromptTemplate
 from generation.readers import JudgeSpec
 from generation.runner import ATTEMPT_COLUMNS, SCORE_COLUMNS, attempt_row
@@ -241,12 +242,17 @@ def judge_generations(
     dataset_id: str,
     *,
     reader_ids: Sequence[str] | None = None,
+    items: Sequence[str] | None = None,
     concurrency: int = 4,
     retry: RetryPolicy = DEFAULT_RETRY,
     run_id: str | None = None,
     progress: Progress = NULL_PROGRESS,
+    batch_calls: int | None = None,
+    batch_seconds: float | None = None,
 ) -> JudgeSummary:
-    """Grade every ``ok``/``empty`` generation of ``dataset_id`` not yet judged.
+    """Grade every ``ok``/``empty`` generation of ``dataset_id`` not yet judged
+    (only ``reader_ids``' and only ``items``' when given: ``replay --items a,b
+    --judge J`` grades the items it replayed, not the whole dataset).
 
     A dataset whose benchmark has its own judge is graded by it
     (:func:`judge_for_dataset`).
@@ -267,6 +273,9 @@ def judge_generations(
     if reader_ids:
         query += " and g.reader_id in (select unnest(?))"
         params.append(list(reader_ids))
+    if items is not None:
+        query += " and g.item_id in (select unnest(?::varchar[]))"
+        params.append(list(items))
     rows = con.execute(
         query + " order by g.item_id, g.generation_id", params
     ).fetchall()
@@ -336,19 +345,23 @@ def judge_generations(
         return task, call_with_retries(backend, task["messages"], judge.params, retry)
 
     counts = {"judged": 0, "verdict_errors": 0, "call_errors": 0, "empty": 0}
+    batch_calls, batch_seconds = batch_settings(batch_calls, batch_seconds)
     progress.start(len(todo), f"judge {judge.judge_id}")
     try:
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             batch: list[tuple[dict[str, Any], CallOutcome | None]] = []
+            last_commit = time.monotonic()
             for result in pool.map(work, todo):
                 batch.append(result)
-                if len(batch) >= max(1, concurrency):
+                progress.advance(1)
+                due = time.monotonic() - last_commit >= batch_seconds
+                if len(batch) >= batch_calls or due:
+                    # one lake snapshot per batch (the replay's batch settings)
                     _write(con, judge, batch, prompt_hash, version, run_id, counts)
-                    progress.advance(len(batch))
                     batch = []
+                    last_commit = time.monotonic()
             if batch:
                 _write(con, judge, batch, prompt_hash, version, run_id, counts)
-                progress.advance(len(batch))
     finally:
         progress.finish()
     return JudgeSummary(

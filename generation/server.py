@@ -87,6 +87,12 @@ class ChatServer:
     one ``chat.completion.chunk`` per piece of the reply, then ``data: [DONE]``.
     faults : scripted faults consumed one per request, then ``ok``.
     sleep_s : seconds every request sleeps before answering.
+    capacity : the most requests answered at once: one more gets a 429 with
+        ``Retry-After: retry_after_s`` (a rate-limited endpoint).
+
+    :meth:`hold` makes it answer K requests and hold the rest unanswered (a
+    kill test's moment); :attr:`requests` records every request with its body's
+    hash, so a test counts the calls made for each key.
 
     Use as a context manager; :attr:`url` is the ``api_base`` (ending ``/v1``).
     """
@@ -99,6 +105,8 @@ class ChatServer:
         port: int = 0,
         faults: Iterable[str] = (),
         sleep_s: float = 0.0,
+        capacity: int | None = None,
+        retry_after_s: float = 0.0,
     ) -> None:
         self.backend = backend
         self.backends: dict[str, Backend] | None = (
@@ -109,11 +117,16 @@ class ChatServer:
             else {served_name(backend): backend}
         )
         self.sleep_s = sleep_s
+        self.capacity = capacity
+        self.retry_after_s = retry_after_s
         self.requests: list[RequestRecord] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._faults: deque[str] = deque()
         self._lock = threading.Lock()
+        self._hold_after: int | None = None
+        self._admitted = 0
+        self._released = threading.Event()
         self.add_faults(faults)
         self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
@@ -148,6 +161,36 @@ class ChatServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def hold(self, after: int) -> None:
+        """Answer ``after`` more requests, then hold every later one unanswered
+        (recorded with fault ``held``, status 0) until :meth:`release`: a kill
+        test's moment, "the server had answered K calls"."""
+        with self._lock:
+            self._hold_after = after
+            self._admitted = 0
+            self._released.clear()
+
+    def release(self) -> None:
+        """Stop holding: held requests get a 503, later ones are answered."""
+        with self._lock:
+            self._hold_after = None
+        self._released.set()
+
+    @property
+    def held(self) -> int:
+        """Requests held now or before (fault ``held``)."""
+        with self._lock:
+            return sum(1 for record in self.requests if record.fault == "held")
+
+    def _admit(self) -> bool:
+        with self._lock:
+            if self._hold_after is None:
+                return True
+            if self._admitted < self._hold_after:
+                self._admitted += 1
+                return True
+            return False
 
     def _next_fault(self) -> tuple[int, str]:
         with self._lock:
@@ -186,10 +229,21 @@ class ChatServer:
         digest = hashlib.sha256(
             json.dumps(messages, sort_keys=True).encode("utf-8")
         ).hexdigest()
+        if not self._admit():
+            with self._lock:
+                number = len(self.requests) + 1
+            self._record(RequestRecord(number, model, digest, "held", 0))
+            self._released.wait()
+            return 503, _error("held by the test server, then released", "held")
         number, fault = self._next_fault()
         with self._lock:
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            over = self.capacity is not None and self.in_flight >= self.capacity
+            if not over:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if over:
+            self._record(RequestRecord(number, model, digest, "429", 429))
+            return 429, _error("over capacity: slow down", "rate_limit_exceeded")
         try:
             return self._answer(body, messages, model, digest, number, fault)
         finally:
@@ -307,7 +361,7 @@ def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             if status == 429:
-                self.send_header("Retry-After", "0")
+                self.send_header("Retry-After", f"{server.retry_after_s:g}")
             self.end_headers()
             self.wfile.write(data)
 

@@ -44,26 +44,42 @@ def start_run(
     code_version: str | None = None,
 ) -> str:
     """Record a ``running`` run (its own snapshot) and return its id."""
-    run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
     with transaction(con):
-        mark_interrupted(con)
-        write(
-            con,
-            "raw.runs",
-            RUN_COLUMNS,
-            [
-                (
-                    run_id,
-                    kind,
-                    command,
-                    canonical_json(dict(config)),
-                    code_version,
-                    "running",
-                    socket.gethostname(),
-                    os.getpid(),
-                )
-            ],
+        return record_start(
+            con, kind, command, config, run_id=run_id, code_version=code_version
         )
+
+
+def record_start(
+    con: duckdb.DuckDBPyConnection,
+    kind: str,
+    command: str,
+    config: Mapping[str, Any],
+    *,
+    run_id: str | None = None,
+    code_version: str | None = None,
+) -> str:
+    """:func:`start_run` inside the caller's transaction (a job that commits its
+    first batch of work with its start: one snapshot, not two)."""
+    run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
+    mark_interrupted(con)
+    write(
+        con,
+        "raw.runs",
+        RUN_COLUMNS,
+        [
+            (
+                run_id,
+                kind,
+                command,
+                canonical_json(dict(config)),
+                code_version,
+                "running",
+                socket.gethostname(),
+                os.getpid(),
+            )
+        ],
+    )
     return run_id
 
 
@@ -75,11 +91,21 @@ def finish_run(
 ) -> None:
     """Mark a run ``finished`` or ``failed``, with what it wrote."""
     with transaction(con):
-        con.execute(
-            "update raw.runs set status = ?, finished_at = current_timestamp, "
-            "counts_json = ? where run_id = ?",
-            [status, canonical_json(dict(counts or {})), run_id],
-        )
+        record_finish(con, run_id, status, counts)
+
+
+def record_finish(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    status: str,
+    counts: Mapping[str, Any] | None = None,
+) -> None:
+    """:func:`finish_run` inside the caller's transaction (with a last batch)."""
+    con.execute(
+        "update raw.runs set status = ?, finished_at = current_timestamp, "
+        "counts_json = ? where run_id = ?",
+        [status, canonical_json(dict(counts or {})), run_id],
+    )
 
 
 def mark_interrupted(con: duckdb.DuckDBPyConnection) -> int:

@@ -10,10 +10,17 @@ Policy (:class:`RetryPolicy`):
 * the outcome is ``ok`` (visible text), ``empty`` (empty after every retry: the
   model's answer, scored as wrong) or ``error`` (never scored; a later run
   retries it).
+
+HTTP 503 (overloaded) is a throttle like 429. With an :class:`AdaptiveLimit`
+shared by a job's calls, every attempt waits for a slot: the limit halves on a
+throttled attempt (once per window of attempts started before the last cut),
+grows by one after ``limit`` unthrottled attempts in a row, up to the job's
+``--concurrency`` (AIMD), and a Retry-After pauses every new attempt that long.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +44,82 @@ class RetryPolicy:
 
 
 DEFAULT_RETRY = RetryPolicy()
+
+#: HTTP statuses that mean "slow down" (rate limited, overloaded)
+THROTTLE_STATUSES = (429, 503)
+
+
+class AdaptiveLimit:
+    """Additive-increase, multiplicative-decrease bound on attempts in flight.
+
+    ``acquire`` blocks until fewer than ``limit`` attempts are in flight (and no
+    Retry-After pause is running) and returns a ticket for ``release``.
+    """
+
+    def __init__(self, maximum: int) -> None:
+        if maximum < 1:
+            raise ValueError("maximum must be at least 1")
+        self.maximum = maximum
+        self.limit = maximum
+        self.lowest = maximum
+        self.cuts = 0
+        self._in_flight = 0
+        self._successes = 0
+        self._epoch = 0  # cuts so far: a throttle of an older attempt cuts nothing
+        self._paused_until = 0.0
+        self._condition = threading.Condition()
+
+    def acquire(self) -> int:
+        with self._condition:
+            while True:
+                wait = self._paused_until - time.monotonic()
+                if wait <= 0 and self._in_flight < self.limit:
+                    self._in_flight += 1
+                    return self._epoch
+                self._condition.wait(timeout=wait if wait > 0 else None)
+
+    def release(
+        self, ticket: int, throttled: bool, retry_after_s: float | None = None
+    ) -> None:
+        with self._condition:
+            self._in_flight -= 1
+            if throttled:
+                self._successes = 0
+                if ticket == self._epoch:
+                    self.limit = max(1, self.limit // 2)
+                    self.lowest = min(self.lowest, self.limit)
+                    self.cuts += 1
+                    self._epoch += 1
+                if retry_after_s:
+                    self._paused_until = max(
+                        self._paused_until, time.monotonic() + retry_after_s
+                    )
+            else:
+                self._successes += 1
+                if self._successes >= self.limit and self.limit < self.maximum:
+                    self.limit += 1
+                    self._successes = 0
+            self._condition.notify_all()
+
+
+def is_throttle(error: BackendError) -> bool:
+    """A 429 or a 503: the endpoint asks to slow down."""
+    return error.rate_limited or error.status_code in THROTTLE_STATUSES
+
+
+def retry_after(error: BackendError) -> float | None:
+    """The server's Retry-After in seconds: the backend's, else the header of
+    the HTTP response behind the error (seconds; an HTTP date is ignored)."""
+    if error.retry_after_s is not None:
+        return error.retry_after_s
+    cause: BaseException | None = error.__cause__
+    response = getattr(cause, "response", None)
+    headers = getattr(response, "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -78,33 +161,42 @@ def call_with_retries(
     policy: RetryPolicy | None = None,
     *,
     sleep: Callable[[float], None] = time.sleep,
+    limit: AdaptiveLimit | None = None,
 ) -> CallOutcome:
-    """Call ``backend`` until a visible answer or the bounds run out."""
+    """Call ``backend`` until a visible answer or the bounds run out (each
+    attempt inside a slot of ``limit`` when given)."""
     policy = policy or DEFAULT_RETRY
     attempts: list[Attempt] = []
     failures = 0
     rate_limits = 0
     while True:
+        ticket = limit.acquire() if limit is not None else 0
         started = datetime.now(UTC).replace(tzinfo=None)
         clock = time.perf_counter()
         try:
             response = backend.complete(messages, params)
         except BackendError as error:
             latency = (time.perf_counter() - clock) * 1000
-            status = "rate_limited" if error.rate_limited else "error"
+            throttled = is_throttle(error)
+            wait_s = retry_after(error) if throttled else None
+            if limit is not None:
+                limit.release(ticket, throttled, wait_s)
+            status = "rate_limited" if throttled else "error"
             attempts.append(
                 Attempt(status, started, latency, None, str(error), error.status_code)
             )
-            if error.rate_limited and rate_limits < policy.rate_limit_retries:
-                sleep(policy.delay(rate_limits, error.retry_after_s))
+            if throttled and rate_limits < policy.rate_limit_retries:
+                sleep(policy.delay(rate_limits, wait_s))
                 rate_limits += 1
                 continue
             failures += 1
-            if not error.rate_limited and failures < policy.max_attempts:
+            if not throttled and failures < policy.max_attempts:
                 sleep(policy.delay(failures - 1))
                 continue
             return CallOutcome("error", tuple(attempts))
         except Exception as error:  # a backend bug or a local model failure
+            if limit is not None:
+                limit.release(ticket, False)
             latency = (time.perf_counter() - clock) * 1000
             message = f"{type(error).__name__}: {error}"[:500]
             attempts.append(Attempt("error", started, latency, None, message))
@@ -113,6 +205,8 @@ def call_with_retries(
                 continue
             return CallOutcome("error", tuple(attempts))
         latency = (time.perf_counter() - clock) * 1000
+        if limit is not None:
+            limit.release(ticket, False)
         if response.text.strip():
             attempts.append(Attempt("ok", started, latency, response))
             return CallOutcome("ok", tuple(attempts))

@@ -119,6 +119,23 @@ def _print_policies(as_json: bool) -> None:
     help="Print JSON: the policies with --list, else the compile summary "
     "(counts, chunks_embedded, chunks_reused, refusals).",
 )
+@click.option(
+    "--batch-items",
+    type=int,
+    envvar="RAGLEDGER_BATCH_CALLS",
+    default=1000,
+    show_default=True,
+    help="Items per lake commit (one snapshot per batch). Env: RAGLEDGER_BATCH_CALLS.",
+)
+@click.option(
+    "--batch-seconds",
+    type=float,
+    envvar="RAGLEDGER_BATCH_SECONDS",
+    default=30.0,
+    show_default=True,
+    help="At most this many seconds between lake commits. "
+    "Env: RAGLEDGER_BATCH_SECONDS.",
+)
 @click.pass_context
 @error_handler
 def compile_command(
@@ -131,6 +148,8 @@ def compile_command(
     limit: int | None,
     list_policies: bool,
     as_json: bool,
+    batch_items: int,
+    batch_seconds: float,
 ) -> None:
     """Compile one evidence artifact per item for POLICY at BUDGET.
 
@@ -151,14 +170,52 @@ def compile_command(
     for value, option in ((policy_name, "--policy"), (dataset_id, "--dataset")):
         if not value:
             raise click.UsageError(f"Missing option '{option}' (or use --list).")
-    from generation.artifacts import compile_dataset
-    from generation.policies import get_policy
+    from generation.artifacts import compile_dataset, load_pool_policy
+    from generation.policies import REGISTRY, get_policy
 
-    policy = get_policy(policy_name, version=policy_version, **_parse_options(options))
     con = warehouse.connect(database_path(ctx))
     try:
+        # a benchmark raw policy stored by ingest (longmemeval-bm25-top20, ...)
+        policy = (
+            None if policy_name in REGISTRY else
+            load_pool_policy(con, dataset_id, policy_name)
+        )  # fmt: skip
+        if policy is not None and options:
+            raise WarehouseError(
+                f"policy {policy_name} is a benchmark raw policy stored by ingest; "
+                "it takes no --option"
+            )
+        if policy is None and policy_name not in REGISTRY:
+            pooled = [
+                row[0]
+                for row in con.execute(
+                    "select distinct policy_id from raw.policy_pools "
+                    "where dataset_id = ? order by 1",
+                    [dataset_id],
+                ).fetchall()
+            ]
+            raise WarehouseError(
+                f"unknown policy {policy_name!r}; known policies: "
+                f"{', '.join(sorted(REGISTRY))}"
+                + (
+                    f"; raw policies of {dataset_id}: {', '.join(pooled)}"
+                    if pooled
+                    else ""
+                )
+            )
+        if policy is None:
+            policy = get_policy(
+                policy_name, version=policy_version, **_parse_options(options)
+            )
         summary = compile_dataset(
-            con, dataset_id, policy, budget=budget, limit=limit, progress=RichProgress()
+            con,
+            dataset_id,
+            policy,
+            budget=budget,
+            limit=limit,
+            progress=RichProgress(),
+            batch_items=batch_items,
+            batch_seconds=batch_seconds,
         )
     finally:
         con.close()

@@ -24,12 +24,21 @@ def _replay_fields(summary: Any) -> list[tuple[str, Any]]:
         ("run", summary.run_id),
         ("calls planned", summary.planned),
         ("reused (already answered)", summary.reused),
+        ("shared (same text, other policy)", summary.shared),
+        ("recovered from a killed run", summary.recovered),
         ("made", summary.made),
         ("  ok / empty / failed", f"{summary.ok} / {summary.empty} / {summary.failed}"),
         ("attempts", summary.attempts),
+        (
+            "throttled calls (429/503)",
+            f"{summary.throttled} (concurrency fell to {summary.concurrency_lowest})"
+            if summary.throttled
+            else "0",
+        ),
         ("prompt tokens", summary.prompt_tokens),
         ("completion tokens", summary.completion_tokens),
         ("cost usd", cost),
+        ("lake commits", summary.commits),
         ("seconds", f"{summary.elapsed_s:.1f}"),
     ]
 
@@ -69,7 +78,13 @@ def _replay_fields(summary: Any) -> list[tuple[str, Any]]:
     help="Lexical metrics to score (BABILong datasets add `label`).",
 )
 @click.option("--judge", "judge_id", help="Also grade the answers with this judge.")
-@click.option("--concurrency", default=4, show_default=True, help="Calls in flight.")
+@click.option(
+    "--concurrency",
+    default=4,
+    show_default=True,
+    help="Most calls in flight: halved on a 429/503 (and paused for its "
+    "Retry-After), raised again by one per window of answered calls (AIMD).",
+)
 @click.option(
     "--max-attempts",
     default=3,
@@ -94,6 +109,24 @@ def _replay_fields(summary: Any) -> list[tuple[str, Any]]:
     help="Call again keys whose stored answer is empty (default: an empty answer "
     "is final and scored as wrong; error calls are always retried).",
 )
+@click.option(
+    "--batch-calls",
+    type=int,
+    envvar="RAGLEDGER_BATCH_CALLS",
+    default=1000,
+    show_default=True,
+    help="Answers per lake commit (one snapshot per batch; every answer is "
+    "journaled on disk the moment it arrives). Env: RAGLEDGER_BATCH_CALLS.",
+)
+@click.option(
+    "--batch-seconds",
+    type=float,
+    envvar="RAGLEDGER_BATCH_SECONDS",
+    default=30.0,
+    show_default=True,
+    help="At most this many seconds between lake commits. "
+    "Env: RAGLEDGER_BATCH_SECONDS.",
+)
 @click.pass_context
 @error_handler
 def replay_command(
@@ -112,6 +145,8 @@ def replay_command(
     rate_limit_retries: int,
     backoff: float,
     retry_empty: bool,
+    batch_calls: int,
+    batch_seconds: float,
 ) -> None:
     """Run readers on a dataset's stored evidence artifacts and store the answers.
 
@@ -160,6 +195,8 @@ def replay_command(
             retry_empty=retry_empty,
             source=str(config_path) if config_path else "built-in readers",
             progress=RichProgress(),
+            batch_calls=batch_calls,
+            batch_seconds=batch_seconds,
         )
         for message in summary.refused:
             errors.print(f"[yellow]refused[/] {message}")
@@ -170,10 +207,13 @@ def replay_command(
                 judge,
                 dataset_id,
                 reader_ids=[spec.reader_id for spec in reader_specs],
+                items=list(summary.item_ids),
                 concurrency=concurrency,
                 retry=retry,
                 run_id=summary.run_id,
                 progress=RichProgress(),
+                batch_calls=batch_calls,
+                batch_seconds=batch_seconds,
             )
             print_fields(
                 [

@@ -189,6 +189,37 @@ def test_replay_cli_with_a_judge(example_db, tmp_path):
     assert bad.exit_code == 1 and "reader 'nobody' is not defined" in bad.output
 
 
+def test_replay_items_with_a_judge_grades_only_those_items(example_db, tmp_path):
+    """`replay --items a --judge J` after answers to other items are stored:
+    the judge is asked about item a's answers only."""
+    from ragledger.cli import main
+
+    db = tmp_path / "w.duckdb"
+    copy_warehouse(example_db, db)
+    with ChatServer(EchoBackend(reply="yes")) as server:
+        config = _config(tmp_path / "r.yaml", server.url)
+        base = [
+            "--db", str(db), "replay", "--dataset", DATASET, "--readers", "echo",
+            "--config", str(config), "--evidence", "raw,llm-summary:qwen/qwen3-14b",
+            "--backoff", "0",
+        ]  # fmt: skip
+        answered = CliRunner().invoke(main, [*base, "--limit", "3"])
+        assert answered.exit_code == 0, answered.output
+        assert len(server.requests) == 6
+        judged = CliRunner().invoke(
+            main, [*base, "--items", "hpqa-0001", "--judge", "judge"]
+        )
+        assert judged.exit_code == 0, judged.output
+        assert len(server.requests) == 6 + 2  # no answer again; 2 verdicts
+    con = warehouse.connect(db, read_only=True)
+    graded = con.execute(
+        "select distinct g.item_id from raw.scores s join raw.generations g "
+        "using (generation_id) where g.reader_id = 'echo' and s.metric = 'judge_match'"
+    ).fetchall()
+    con.close()
+    assert graded == [("hpqa-0001",)]
+
+
 # ---------------------------------------------------------------- LOONG's judge
 
 LOONG_DIR = REPO / "tests" / "ingest" / "fixtures" / "loong"

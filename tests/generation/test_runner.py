@@ -214,7 +214,9 @@ def test_bad_requests_fail_before_any_call(db, tmp_path):
         reader = _reader(tmp_path, server.url)
         with pytest.raises(WarehouseError, match="no items"):
             replay(con, "no-such-dataset", [reader], ["raw"])
-        with pytest.raises(WarehouseError, match="no stored artifacts.*bm25"):
+        with pytest.raises(
+            WarehouseError, match="no stored artifacts.*bm25.*valid names"
+        ):
             replay(con, DATASET, [reader], ["bm25-top5"])
         with pytest.raises(WarehouseError, match="not in dataset"):
             replay(con, DATASET, [reader], ["raw"], items=["nope"])
@@ -262,7 +264,7 @@ def test_sigkill_midway_repeats_no_finished_call_and_loses_no_row(db, tmp_path):
             "select call_id, attempt, run_id from raw.generation_attempts"
         ).fetchall()
         con.close()
-        assert 0 < len(survived) < 16  # killed midway, some rows committed
+        assert len(survived) < 16  # killed midway (answers batch in the journal)
 
         second = _cli(db, config)
         output, _ = second.communicate(timeout=600)

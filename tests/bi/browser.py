@@ -41,13 +41,17 @@ def main(base: str, chart: str, out: str) -> None:
             wait.until(lambda d: "/login" not in d.current_url)
             driver.get(f"{base}/explore/?slice_id={chart}&standalone=1")
             wait.until(
-                ready.presence_of_element_located((By.CSS_SELECTOR, ".chart-container canvas"))
+                ready.presence_of_element_located(
+                    (By.CSS_SELECTOR, ".chart-container canvas")
+                )
             )
             time.sleep(3)  # the bars' entry animation
             driver.save_screenshot(out)
             canvases = driver.find_elements(By.CSS_SELECTOR, ".chart-container canvas")
-            errors = driver.find_elements(By.CSS_SELECTOR, ".alert-danger, .ant-alert-error")
-            print(
+            errors = driver.find_elements(
+                By.CSS_SELECTOR, ".alert-danger, .ant-alert-error"
+            )
+            print(  # noqa: T201 - the report the test reads
                 json.dumps(
                     {
                         "title": driver.title,

@@ -23,7 +23,6 @@ VENV_BI = REPO / ".venv-bi"
 SUPERSET = VENV_BI / "bin" / "superset"
 CONFIG = Path(__file__).with_name("superset_config.py")
 ADMIN = ("admin", "admin-check")
-CHROMIUM = "chromium"
 #: the chart: reader means per reader (raw vs compressed), from marts.fct_panel_readers
 CHART_TABLE = ("marts", "fct_panel_readers")
 METRICS = [
@@ -33,7 +32,10 @@ METRICS = [
         "aggregate": "AVG",
         "label": label,
     }
-    for column, label in (("raw_mean", "raw mean"), ("compressed_mean", "compressed mean"))
+    for column, label in (
+        ("raw_mean", "raw mean"),
+        ("compressed_mean", "compressed mean"),
+    )
 ]
 
 
@@ -92,7 +94,15 @@ class Superset:
     def start(self) -> None:
         log = open(self.home / "server.log", "w")  # noqa: SIM115 - lives with the server
         self.process = subprocess.Popen(
-            [str(SUPERSET), "run", "-h", "127.0.0.1", "-p", str(self.port), "--with-threads"],
+            [
+                str(SUPERSET),
+                "run",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "--with-threads",
+            ],
             env=self.env(),
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -164,7 +174,12 @@ class Api:
             "/api/v1/dataset/",
             # owners given: with a bearer token Superset 6.1 (as installed from
             # PyPI) otherwise records the anonymous user and fails
-            {"database": database, "schema": schema, "table_name": table, "owners": [1]},
+            {
+                "database": database,
+                "schema": schema,
+                "table_name": table,
+                "owners": [1],
+            },
         )["id"]
 
     def add_chart(self, dataset: int) -> int:
@@ -221,24 +236,18 @@ def query_context(dataset: int, form_data: dict) -> dict:
     }
 
 
-def screenshot(url: str, target: Path, *, size: str = "1000,560") -> None:
-    """Headless Chromium, loopback only, no network features, a fresh profile."""
-    with tempfile.TemporaryDirectory() as profile:
-        done = subprocess.run(
-            [
-                CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync",
-                f"--user-data-dir={profile}", f"--window-size={size}",
-                "--virtual-time-budget=30000", "--hide-scrollbars",
-                f"--screenshot={target}", url,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )  # fmt: skip
+def screenshot(base: str, chart: int, target: Path) -> dict:
+    """Log in and screenshot the chart in headless Chromium (tests/bi/browser.py)."""
+    done = subprocess.run(
+        [str(VENV_BI / "bin" / "python"), str(Path(__file__).with_name("browser.py")),
+         base, str(chart), str(target)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
     if done.returncode != 0 or not target.exists():
-        raise AssertionError(f"chromium failed: {done.stderr[-2000:]}")
+        raise AssertionError(f"browser failed: {done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def install_extensions(recipes: dict) -> None:
@@ -276,9 +285,12 @@ def main() -> None:  # pragma: no cover - by hand, to refresh docs/bi/
         dataset = api.add_dataset(api.add_database(recipes))
         chart = api.add_chart(dataset)
         print(api.chart_rows(dataset))  # noqa: T201
-        target = (REPO / "docs" / "bi" / "superset-chart.png") if args.docs else home / "chart.png"
-        screenshot(f"{superset.url}/explore/?slice_id={chart}&standalone=1", target)
-        print(target)  # noqa: T201
+        target = (
+            (REPO / "docs" / "bi" / "superset-chart.png")
+            if args.docs
+            else home / "chart.png"
+        )
+        print(screenshot(superset.url, chart, target), target)  # noqa: T201
     finally:
         superset.stop()
 

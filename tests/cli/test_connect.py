@@ -18,7 +18,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from click.testing import CliRunner
 
 from ragledger.cli import main
@@ -75,7 +74,11 @@ def fresh_env(tmp_path: Path) -> dict[str, str]:
     """A process with no DuckDB extension installed and no ragledger on its path."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    return {"HOME": str(home), "PATH": f"{PYTHON.parent}:/usr/bin:/bin", "LANG": "C.UTF-8"}
+    return {
+        "HOME": str(home),
+        "PATH": f"{PYTHON.parent}:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+    }
 
 
 def run_python(code: str, env: dict[str, str], cwd: Path) -> str:
@@ -251,7 +254,9 @@ def test_postgres_catalog_recipes_name_postgres(lake, tmp_path):
     ]
     assert "sqlite" not in json.dumps(recipes["install"]).lower()
     url = recipes["sqlalchemy"]["url"]
-    assert url == "duckdb:///ducklake:postgres:dbname=ragledger host=db.internal user=rl"
+    assert (
+        url == "duckdb:///ducklake:postgres:dbname=ragledger host=db.internal user=rl"
+    )
     from sqlalchemy.engine import make_url
 
     assert make_url(url).database == (

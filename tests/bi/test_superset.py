@@ -24,7 +24,12 @@ from tests.bi.superset_flow import (
     install_extensions,
     screenshot,
 )
-from tests.warehouse.lake_support import outside_connection, ragledger, start, write_matrix
+from tests.warehouse.lake_support import (
+    outside_connection,
+    ragledger,
+    start,
+    write_matrix,
+)
 
 pytestmark = [pytest.mark.bi, pytest.mark.slow]
 
@@ -49,7 +54,7 @@ def superset(tmp_path_factory):
     server.stop()
 
 
-def expected_means(lake: Path) -> dict[str, tuple[float, float]]:
+def expected_means(lake: Path) -> dict[tuple[str, str], float]:
     con = outside_connection(lake)
     try:
         rows = con.execute(
@@ -59,12 +64,18 @@ def expected_means(lake: Path) -> dict[str, tuple[float, float]]:
     finally:
         con.close()
     assert rows
-    return {reader: (raw, compressed) for reader, raw, compressed in rows}
+    means = {}
+    for reader, raw, compressed in rows:
+        means[reader, "raw mean"] = raw
+        means[reader, "compressed mean"] = compressed
+    return means
 
 
-def charted(rows: list[dict]) -> dict[str, tuple[float, float]]:
+def charted(rows: list[dict]) -> dict[tuple[str, str], float]:
     return {
-        row["reader_id"]: (row["raw mean"], row["compressed mean"]) for row in rows
+        (row["reader_id"], series): row[series]
+        for row in rows
+        for series in ("raw mean", "compressed mean")
     }
 
 

@@ -1,4 +1,4 @@
-"""Living with a lake: connection recipes, compaction and expiry, and the 0.1 upgrade."""
+"""Living with a lake: compaction and expiry, and the 0.1 upgrade."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import sys
 import tempfile
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
@@ -23,41 +22,6 @@ from warehouse.lake import LAKE_ALIAS, Location, resolve, write_lock
 #: A folder holding a duckdb 2.x package (``pip install --target DIR duckdb==2.0.1``)
 #: to read 0.1 warehouse files written by duckdb 2.x (storage version 69).
 LEGACY_ENV = "RAGLEDGER_LEGACY_DUCKDB"
-
-
-def connection_recipes(location: Location) -> dict[str, Any]:
-    """How each kind of client reaches the lake now (``ragledger connect``)."""
-    attach = location.attach_sql(read_only=True)
-    return {
-        "lake": str(location.root),
-        "catalog": f"ducklake:{location.catalog}",
-        "data_path": location.data_path,
-        "duckdb_sql": (
-            "INSTALL ducklake; INSTALL sqlite;  -- once per client; offline: "
-            "INSTALL '<file from the duckdb-ext-ducklake package>'\n"
-            f"{attach};\nUSE {LAKE_ALIAS};"
-        ),
-        "duckdb_sql_statements": [attach, f"USE {LAKE_ALIAS}"],
-        "sqlalchemy": {
-            "url": "duckdb:///:memory:",
-            "connect_args": {"read_only": False, "config": {}},
-            "on_connect": [attach, f"USE {LAKE_ALIAS}"],
-            "note": (
-                "run on_connect on every new DBAPI connection (sqlalchemy "
-                "event 'connect'); or use snapshot_url"
-            ),
-            "snapshot_url": f"duckdb:///{location.snapshot_file}",
-            "snapshot_connect_args": {"read_only": True},
-        },
-        "ibis": (
-            "import ibis\n"
-            "con = ibis.duckdb.connect()\n"
-            f"con.raw_sql({attach!r})\n"
-            f"con.raw_sql('USE {LAKE_ALIAS}')\n"
-            "con.list_tables(database=('lake', 'marts'))"
-        ),
-        "snapshot_file": str(location.snapshot_file),
-    }
 
 
 def data_file_count(location: Location) -> int:

@@ -62,6 +62,7 @@ def _register() -> None:
     from ragledger.cli import (
         audit_commands,
         compile_commands,
+        connect_commands,
         dbt_commands,
         ingest_commands,
         replay_commands,
@@ -73,6 +74,7 @@ def _register() -> None:
 
     for module in (
         warehouse_commands,
+        connect_commands,
         ingest_commands,
         dbt_commands,
         compile_commands,

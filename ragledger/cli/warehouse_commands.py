@@ -1,4 +1,4 @@
-"""Warehouse commands: ``init``, ``sql``, ``connect``, ``export parquet``,
+"""Warehouse commands: ``init``, ``sql``, ``export parquet``,
 ``maintain`` and ``migrate``."""
 
 from __future__ import annotations
@@ -90,32 +90,6 @@ def sql_command(
         print_table(columns, shown)
     if len(rows) > limit:
         click.echo(f"(first {limit} rows shown; raise --limit for more)", err=True)
-
-
-@click.command("connect")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable recipes.")
-@click.pass_context
-@error_handler
-def connect_command(ctx: click.Context, as_json: bool) -> None:
-    """Print how to reach the warehouse now: DuckDB SQL, SQLAlchemy, ibis, a file."""
-    location = lake.resolve(database_path(ctx))
-    if not location.exists():
-        warehouse.connect(location, read_only=True)  # names what to run
-    recipes = maintenance.connection_recipes(location)
-    if as_json:
-        click.echo(json.dumps(recipes, indent=2))
-        return
-    console.print("[bold]DuckDB CLI, DBeaver, JDBC/ODBC init SQL[/bold] (read-only):")
-    click.echo(recipes["duckdb_sql"])
-    console.print("\n[bold]SQLAlchemy (duckdb-engine; Superset, Metabase)[/bold]:")
-    click.echo(f"url = {recipes['sqlalchemy']['url']!r}")
-    click.echo(f"connect_args = {json.dumps(recipes['sqlalchemy']['connect_args'])}")
-    console.print("\n[bold]ibis[/bold]:")
-    click.echo(recipes["ibis"])
-    console.print(
-        "\n[bold]Tools that open only a file[/bold] (refreshed after each job):"
-    )
-    click.echo(recipes["snapshot_file"])
 
 
 @click.group("export")
@@ -221,7 +195,6 @@ def migrate_command(ctx: click.Context, old: Path) -> None:
 COMMANDS: list[click.Command] = [
     init_command,
     sql_command,
-    connect_command,
     export_group,
     maintain_command,
     migrate_command,

@@ -80,7 +80,7 @@ def make_poll(mode: str, arg: str | None, record):
         import sqlalchemy
         from sqlalchemy import event
 
-        spec = recipes["sqlalchemy"]
+        spec = recipes["sqlalchemy_on_connect"]
         engine = sqlalchemy.create_engine(
             spec["url"], connect_args=spec["connect_args"]
         )

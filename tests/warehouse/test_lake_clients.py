@@ -176,7 +176,11 @@ def _engines(recipes):
             ),
             "marts",
         ),
-        "lake": (_lake_engine(spec), "lake.marts"),
+        "lake": (_lake_engine(recipes["sqlalchemy_on_connect"]), "lake.marts"),
+        "lake url": (
+            sqlalchemy.create_engine(spec["url"], connect_args=spec["connect_args"]),
+            "marts",
+        ),
     }
 
 
@@ -215,7 +219,7 @@ def test_duckdb_engine_lists_schemas_and_tables(lake, marts, recipes):
 
 
 @COLUMNS_BROKEN
-@pytest.mark.parametrize("label", ["snapshot file", "lake"])
+@pytest.mark.parametrize("label", ["snapshot file", "lake", "lake url"])
 def test_duckdb_engine_lists_columns(lake, recipes, label):
     import sqlalchemy
 

@@ -208,7 +208,7 @@ def test_the_csv_module_route_gives_the_same_rows(con, tmp_path, monkeypatch):
     load_matrix(con, path)
     fast = stored_rows(con, "m")
     other = warehouse.connect(":memory:")
-    monkeypatch.setattr(matrix, "_stage_with_duckdb", lambda *args: False)
+    monkeypatch.setattr(matrix, "_load_with_duckdb", lambda *args: None)
     load_matrix(other, path)
     assert stored_rows(other, "m") == fast
 
@@ -713,14 +713,16 @@ def test_cli_refusal_is_one_line_with_exit_code_1_and_no_writes(tmp_path, case):
     con.close()
 
 
-def test_the_fast_route_accepts_hostile_text(tmp_path):
+def test_the_fast_route_accepts_hostile_text(tmp_path, monkeypatch):
     # the DuckDB reader must not fall back to the csv module on valid files
     path = write_matrix(tmp_path / "m.csv.gz", hostile_rows())
-    data = matrix._read_bytes(path)
-    header, header_end = matrix._read_header(data, str(path))
     con = warehouse.connect(":memory:")
-    body_lines = matrix._physical_lines(data) - header_end
-    assert matrix._stage_with_duckdb(con, path, header, body_lines)
+
+    def fell_back(*args):
+        raise AssertionError("fell back to the csv module")
+
+    monkeypatch.setattr(matrix, "_csv_source", fell_back)
+    assert load_matrix(con, path).row_count == len(hostile_rows())
     con.close()
 
 

@@ -47,8 +47,8 @@ from warehouse import InputError, WarehouseError, transaction
 from warehouse.hashing import PREFIX
 from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.raw_tables import (
+    BLANK_PATTERN,
     SOURCE_FILE_COLUMNS,
-    WHITESPACE,
     DuplicateKey,
     write_query,
 )
@@ -358,18 +358,26 @@ def _decode(data: bytes, file: str, offset: int = 0, line: int = 1) -> str:
 
 @contextmanager
 def _spilling(con: duckdb.DuckDBPyConnection, scratch: Path) -> Iterator[None]:
-    """Cap DuckDB's memory for the load; what does not fit spills into ``scratch``."""
-    old = con.execute(
-        "select current_setting('memory_limit'), current_setting('temp_directory')"
-    ).fetchone()
-    con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
-    con.execute(f"set temp_directory = {_literal(str(scratch / 'spill'))}")
+    """Cap DuckDB's memory for the load (what does not fit spills into ``scratch``)
+    and run it on one thread."""
+    settings = {
+        "memory_limit": _literal(MEMORY_LIMIT),
+        "temp_directory": _literal(str(scratch / "spill")),
+        # the load's main pass runs in order on one thread; a second one idles
+        "threads": "1",
+    }
+    old = {
+        name: con.execute(f"select current_setting('{name}')").fetchone()[0]
+        for name in settings
+    }
+    for name, value in settings.items():
+        con.execute(f"set {name} = {value}")
     try:
         yield
     finally:
-        with suppress(duckdb.Error):
-            con.execute(f"set memory_limit = {_literal(old[0])}")
-            con.execute(f"set temp_directory = {_literal(old[1])}")
+        for name, value in old.items():
+            with suppress(duckdb.Error):
+                con.execute(f"set {name} = {_literal(str(value))}")
 
 
 # ---------------------------------------------------------------- parsing
@@ -738,7 +746,7 @@ def _checks() -> dict[str, tuple[str, str]]:
     # a key of only whitespace ("   ") is as empty as "": it names nothing
     checks = {
         name: (
-            f"ltrim({_quoted(name)}, {_literal(WHITESPACE)}) = ''",
+            f"regexp_full_match({_quoted(name)}, {_literal(BLANK_PATTERN)})",
             "a non-empty key value (not only whitespace)",
         )
         for name in KEY_COLUMNS

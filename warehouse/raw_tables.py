@@ -266,8 +266,11 @@ def write_from(
     return _apply(con, contract, tuple(columns), relation, count)
 
 
-#: What ``str.strip`` strips: a key of only these characters is empty.
-WHITESPACE = "".join(chr(code) for code in range(0x3001) if chr(code).isspace())
+#: RE2: a cell of only what ``str.strip`` strips (an empty key).
+BLANK_PATTERN = (
+    r"[\s\v\x1c-\x1f\x85\xa0\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}"
+    r"\x{205f}\x{3000}]*"
+)
 
 
 class DuplicateKey(WarehouseError):
@@ -309,11 +312,11 @@ def write_query(
     inserted = con.execute(
         f"insert into {name} ({names}) select {names} from ({query})", list(params)
     ).fetchone()[0]
-    whitespace = _sql_literal(WHITESPACE)
+    blank = _sql_literal(BLANK_PATTERN)
     problems = [
         (
             f"key column '{c}' is empty",
-            f'"{c}" is null or ltrim("{c}", {whitespace}) = \'\'',
+            f'"{c}" is null or regexp_full_match("{c}", {blank})',
         )
         for c in contract.key
     ]

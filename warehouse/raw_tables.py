@@ -366,13 +366,17 @@ def _check_scope_keys(
     """Duplicate keys among the rows in scope. 64-bit key hashes are grouped first
     (small and spillable); only rows whose hash repeats are compared in full."""
     keys = _key_list(contract)
+    repeated = con.execute(
+        f"select list(h) from (select hash({keys}) as h from {contract.name} "
+        f"where {where} group by h having count(*) > 1)"
+    ).fetchone()[0]
+    if not repeated:
+        return
     duplicate = con.execute(
-        f'with rows as (select {keys}, "{order}" as o, hash({keys}) as h '
-        f"from {contract.name} where {where}), "
-        "repeated as (select h from rows group by h having count(*) > 1) "
-        f"select {keys}, list(o order by o) as os from rows "
-        "where h in (select h from repeated) "
-        "group by all having count(*) > 1 order by os[2] limit 1"
+        f'select {keys}, list("{order}" order by "{order}") as os from {contract.name} '
+        f"where {where} and hash({keys}) in (select unnest(?::ubigint[])) "
+        "group by all having count(*) > 1 order by os[2] limit 1",
+        [repeated],
     ).fetchone()
     if duplicate is None:
         return

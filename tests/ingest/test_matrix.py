@@ -854,6 +854,7 @@ def test_keys_of_unicode_whitespace_are_empty_too(con, tmp_path, blank):
     assert_refused(con, path, "not only whitespace", line=3, column="method")
 
 
+@pytest.mark.slow
 def test_killed_load_leaves_the_previous_state(tmp_path):
     """kill -9 while the rows stream into the lake: no row, release or file lands."""
     import os
@@ -865,7 +866,7 @@ def test_killed_load_leaves_the_previous_state(tmp_path):
     from benchmarks.matrix_file import write_matrix as write_generated
 
     path = tmp_path / "interaction_matrix.csv"
-    total = write_generated(path, seed=5, scale=0.3)
+    total = write_generated(path, seed=5, scale=0.1)
     database = tmp_path / "w.duckdb"
     warehouse.connect(database).close()
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))

@@ -69,6 +69,7 @@ class Step:
     disk_gb: float
     baseline_cpu: float | None = None
     ok: bool = True
+    baseline_disk_gb: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -148,8 +149,13 @@ class Day:
                 print(f"  {name} baseline: FAILED\n{base_text[-2000:]}")  # noqa: T201
                 base = None
         disk = _disk(self.database.with_suffix(".lake"), self.database)
-        measured = Step(name, wall, cpu, rss, disk, base, ok)
-        ratio = f", plain DuckDB {base:.2f} s" if base is not None else ""
+        base_disk = _disk(self.plain) if baseline is not None else None
+        measured = Step(name, wall, cpu, rss, disk, base, ok, base_disk)
+        ratio = (
+            f", plain DuckDB {base:.2f} s, {base_disk:.2f} GB"
+            if base is not None and base_disk is not None
+            else ""
+        )
         print(  # noqa: T201
             f"  {name:<26} wall {wall:7.2f} s  cpu {cpu:7.2f} s  rss {rss:5.2f} GB  "
             f"disk {disk:6.2f} GB{ratio}",
@@ -235,7 +241,8 @@ def table(results: dict[str, list[dict]]) -> str:
             f"{size} RSS GB",
             f"{size} disk GB",
             f"{size} plain CPU s",
-            f"{size} ratio",
+            f"{size} plain disk GB",
+            f"{size} CPU ratio",
         ]
     pairs = list(zip(sizes, sizes[1:], strict=False))
     head += [f"exp {a}->{b}" for a, b in pairs]
@@ -252,7 +259,7 @@ def table(results: dict[str, list[dict]]) -> str:
         for size in sizes:
             step = by_size[size]
             if step is None:
-                cells += [""] * 6
+                cells += [""] * 7
                 continue
             base = step["baseline_cpu"]
             ratio = f"{step['cpu'] / base:.2f}" if base else "-"
@@ -263,6 +270,9 @@ def table(results: dict[str, list[dict]]) -> str:
                 f"{step['rss_gb']:.2f}",
                 f"{step['disk_gb']:.2f}",
                 f"{base:.2f}" if base else "-",
+                f"{step['baseline_disk_gb']:.2f}"
+                if step.get("baseline_disk_gb")
+                else "-",
                 ratio,
             ]
         for a, b in pairs:

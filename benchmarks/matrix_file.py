@@ -25,6 +25,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ingest.matrix import COLUMNS  # the published columns, in published order
 
@@ -327,27 +328,29 @@ def _dataset_rows(
 def write_matrix(path: str | Path, *, seed: int = 0, scale: float = 1.0) -> int:
     """Write the matrix to ``path`` (gzipped when it ends in ``.gz``); return the row count.
 
-    Written with the csv module's defaults (``\\r\\n`` line ends, minimal quoting).
+    Written with the csv module's defaults (``\\r\\n`` line ends, minimal quoting),
+    streamed: memory stays flat however large ``scale`` makes the file.
     """
     path = Path(path)
-    buffer = io.StringIO(newline="")
-    writer = csv.writer(buffer)
+    with path.open("wb") as raw:
+        if path.name.endswith(".gz"):
+            with gzip.GzipFile(
+                filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0
+            ) as packed:
+                return _write_rows(packed, seed, scale)
+        return _write_rows(raw, seed, scale)
+
+
+def _write_rows(handle: IO[bytes], seed: int, scale: float) -> int:
+    text = io.TextIOWrapper(handle, encoding="utf-8", newline="", write_through=False)
+    writer = csv.writer(text)
     writer.writerow(COLUMNS)
     count = 0
     for row in iter_rows(seed, scale):
         writer.writerow(row)
         count += 1
-    data = buffer.getvalue().encode("utf-8")
-    if path.name.endswith(".gz"):
-        with (
-            path.open("wb") as raw,
-            gzip.GzipFile(
-                filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0
-            ) as handle,
-        ):
-            handle.write(data)
-    else:
-        path.write_bytes(data)
+    text.flush()
+    text.detach()
     return count
 
 

@@ -11,11 +11,16 @@ The file hash is sha256 of the *decompressed* content (as
 and ``interaction_matrix.csv.gz`` of one table hash alike: loading either after
 the other is a no-op.
 
-Parsing: DuckDB's parallel CSV reader fills a connection-local temporary table;
-the csv module takes over when DuckDB objects or cannot account for every
-physical line, and names the bad place. Cells are then checked column-wise in
-one SQL scan, and the rows go into ``raw.matrix_rows`` in one statement, whose
-primary key catches duplicate keys (the lines are then looked up).
+The load streams: memory stays flat whatever the file's size. One pass reads
+the file (inflating a ``.gz`` into a scratch copy) to hash it and count its
+physical lines; then one SQL statement parses it with DuckDB's CSV reader, checks
+every cell, numbers the lines (a running sum of the lines each record spans) and
+inserts the rows through :func:`warehouse.raw_tables.write_query`, which checks
+the keys among the new rows only. When DuckDB refuses the file, or its records do
+not account for every physical line, the load is rolled back and the file is
+examined: a bad cell is named by a second streamed pass, and a file DuckDB cannot
+read is read by the csv module, which names the bad place exactly (or, when it
+can read the file, loads it as record batches).
 """
 
 from __future__ import annotations
@@ -23,23 +28,30 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import itertools
 import re
 import string
 import tempfile
 import zlib
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import duckdb
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from warehouse import InputError, WarehouseError, transaction
 from warehouse.hashing import PREFIX
 from warehouse.progress import NULL_PROGRESS, Progress
-from warehouse.raw_tables import SOURCE_FILE_COLUMNS
+from warehouse.raw_tables import (
+    BLANK_PATTERN,
+    SOURCE_FILE_COLUMNS,
+    DuplicateKey,
+    write_query,
+)
 from warehouse.raw_tables import write as write_rows
 
 #: The published columns, in published order (specs/released_matrix.md).
@@ -121,6 +133,14 @@ def default_release(path: str | Path) -> str:
     return name
 
 
+#: Bytes read (and inflated) per step: a load holds blocks, never the file.
+BLOCK = 1 << 22
+#: Records per Arrow batch on the csv module route.
+BATCH_ROWS = 20_000
+#: DuckDB's working memory during a load; what does not fit spills to disk.
+MEMORY_LIMIT = "1GB"
+
+
 def load_matrix(
     con: duckdb.DuckDBPyConnection,
     path: str | Path,
@@ -144,7 +164,7 @@ def load_matrix(
         Swap out the file a release already holds. Without it, a different file
         for a loaded release is refused.
     progress
-        Told about each stage (read, parse, write).
+        Told about each stage (read, written).
 
     Returns
     -------
@@ -162,43 +182,31 @@ def load_matrix(
     release = default_release(path) if release is None else release
     if not release.strip():
         raise WarehouseError("the release name must not be empty")
-    progress.start(3, f"matrix {path.name}")
-    data = _read_bytes(path)
-    digest = PREFIX + hashlib.sha256(data).hexdigest()
-    progress.advance(1, stage="read")
-
-    existing = _existing(con, release, digest, path.name)
-    if existing is not None:
-        progress.finish()
-        return existing
-    held = con.execute(
-        "select file_sha256, file_name from raw.matrix_releases where release = ?",
-        [release],
-    ).fetchone()
-    if held is not None and not replace:
-        raise WarehouseError(
-            f"release '{release}' already holds {held[1]} ({held[0]}); "
-            f"{path.name} ({digest}) differs: pass --replace to swap it in, "
-            "or --release NAME to load it as another release"
-        )
-
-    file = str(path)
-    try:
-        header_end = stage_matrix(con, path, data)
-        rows, counts, warnings = _validate(con, file, header_end)
-        progress.advance(1, stage="parsed", rows=rows)
-        _refuse_duplicate_keys(con, file, header_end)
-        with transaction(con):
-            if held is not None:
-                _delete_release(con, release)
-            _insert(con, release, digest, path, len(data), rows, header_end)
-    finally:
-        con.execute(f"drop table if exists {STAGE}")
-    progress.advance(1, stage="written")
+    progress.start(2, f"matrix {path.name}")
+    with tempfile.TemporaryDirectory(prefix="ragledger-matrix-") as scratch:
+        scan = _scan(path, Path(scratch))
+        progress.advance(1, stage="read")
+        existing = _existing(con, release, scan.digest, path.name)
+        if existing is not None:
+            progress.finish()
+            return existing
+        held = con.execute(
+            "select file_sha256, file_name from raw.matrix_releases where release = ?",
+            [release],
+        ).fetchone()
+        if held is not None and not replace:
+            raise WarehouseError(
+                f"release '{release}' already holds {held[1]} ({held[0]}); "
+                f"{path.name} ({scan.digest}) differs: pass --replace to swap it in, "
+                "or --release NAME to load it as another release"
+            )
+        with _spilling(con, Path(scratch)):
+            rows, counts, warnings = _load(con, scan, release, held is not None)
+    progress.advance(1, stage="written", rows=rows)
     progress.finish()
     return MatrixLoad(
         release=release,
-        file_sha256=digest,
+        file_sha256=scan.digest,
         file_name=path.name,
         row_count=rows,
         loaded=True,
@@ -211,111 +219,177 @@ def load_matrix(
 # ---------------------------------------------------------------- reading
 
 
-def _read_bytes(path: Path) -> bytes:
-    """The file's (decompressed) bytes; a truncated gzip names the last line read."""
+@dataclass(frozen=True)
+class _Scan:
+    """What one streamed pass over the file found."""
+
+    path: Path  # the file as given
+    plain: Path  # its uncompressed bytes: the file itself, or a scratch copy of a .gz
+    digest: str  # sha256 of the uncompressed bytes
+    size: int  # uncompressed bytes
+    lines: int  # physical lines
+
+    @property
+    def file(self) -> str:
+        return str(self.path)
+
+
+class _Tally:
+    """sha256, size and physical lines of the bytes seen so far."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+        self.size = 0
+        self.newlines = 0
+        self.last = b""
+
+    def add(self, block: bytes) -> None:
+        self.digest.update(block)
+        self.size += len(block)
+        self.newlines += block.count(b"\n")
+        self.last = block[-1:]
+
+    @property
+    def lines(self) -> int:
+        """Lines as an editor counts them: newlines, plus an unterminated last line."""
+        return self.newlines + (1 if self.last not in (b"", b"\n") else 0)
+
+
+def _scan(path: Path, scratch: Path) -> _Scan:
+    """Hash the (decompressed) file and count its lines in one streamed pass.
+
+    A ``.gz`` is inflated into ``scratch`` on the way (DuckDB then reads plain
+    bytes, once); a truncated or corrupt one names the last line read.
+    """
     try:
-        raw = path.read_bytes()
+        handle = path.open("rb")
     except FileNotFoundError:
         raise InputError("no such file", file=str(path)) from None
     except OSError as error:
         raise InputError(f"cannot read: {error.strerror}", file=str(path)) from None
-    if not path.name.endswith(".gz"):
-        return raw
-    parts: list[bytes] = []
-    rest = raw
-    while True:  # one pass per gzip member
-        inflater = zlib.decompressobj(wbits=31)  # expect a gzip header and trailer
-        try:
-            parts.append(inflater.decompress(rest))
-        except zlib.error as error:
-            raise _gzip_error(
-                path, b"".join(parts), f"corrupt gzip data ({error})"
-            ) from None
-        if not inflater.eof:
-            parts.append(inflater.flush())
-            raise _gzip_error(path, b"".join(parts), "truncated gzip file")
-        rest = inflater.unused_data
-        if not rest.strip(b"\0"):
-            return b"".join(parts)
-        if rest[:2] != b"\x1f\x8b":
-            raise _gzip_error(
-                path, b"".join(parts), "trailing garbage after the gzip data"
-            )
-
-
-def _gzip_error(path: Path, partial: bytes, problem: str) -> InputError:
-    lines = _physical_lines(partial)
-    if not lines:
-        return InputError(f"{problem}: no line could be read", file=str(path))
-    return InputError(
-        f"{problem}: the data ends in line {lines:,}", file=str(path), line=lines
+    tally = _Tally()
+    packed = path.name.endswith(".gz")
+    plain = scratch / "matrix.csv" if packed else path
+    with handle, plain.open("wb") if packed else io.BytesIO() as copy:
+        if packed:
+            for block in _inflate(handle, path, tally):
+                tally.add(block)
+                copy.write(block)
+        else:
+            for block in iter(lambda: handle.read(BLOCK), b""):
+                tally.add(block)
+    return _Scan(
+        path, plain, PREFIX + tally.digest.hexdigest(), tally.size, tally.lines
     )
 
 
-def _physical_lines(data: bytes) -> int:
-    """Lines as an editor counts them: newlines, plus one for an unterminated last line."""
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+def _inflate(handle: IO[bytes], path: Path, tally: _Tally) -> Iterator[bytes]:
+    """The decompressed blocks of a gzip file (any number of members)."""
+    inflater: zlib._Decompress | None = zlib.decompressobj(wbits=31)
+    pending = b""
+    while True:
+        chunk, pending = pending or handle.read(BLOCK), b""
+        if not chunk:
+            break
+        if inflater is None:  # after a member: NUL padding, another member or garbage
+            chunk = chunk.lstrip(b"\0")
+            if not chunk:
+                continue
+            if len(chunk) < 2:
+                chunk += handle.read(1)
+            if chunk[:2] != b"\x1f\x8b":
+                raise _gzip_error(path, tally, "trailing garbage after the gzip data")
+            inflater = zlib.decompressobj(wbits=31)
+        try:
+            block = inflater.decompress(chunk)
+        except zlib.error as error:
+            raise _gzip_error(path, tally, f"corrupt gzip data ({error})") from None
+        if block:
+            yield block
+        if inflater.eof:
+            pending, inflater = inflater.unused_data, None
+    if inflater is not None:
+        rest = inflater.flush()
+        if rest:
+            yield rest
+        raise _gzip_error(path, tally, "truncated gzip file")
 
 
-# ---------------------------------------------------------------- parsing
-
-#: The connection-local temporary table a load parses into (never persisted).
-STAGE = "temp.matrix_stage"
-
-
-def stage_matrix(con: duckdb.DuckDBPyConnection, path: Path, data: bytes) -> int:
-    """Parse the file into the temporary table :data:`STAGE`; return the header's last line.
-
-    The stage holds :data:`COLUMNS` as text (empty text cells as ``''``, empty
-    numeric cells as null) plus ``_span``, the physical lines each record covers,
-    in file order (``rowid``). The record in ``rowid`` r starts on line
-    ``header_end + 1 + sum(_span of the records before it)``.
-
-    DuckDB's parallel CSV reader does the parsing. If it objects, or its records
-    do not account for every physical line of the file, the csv module parses the
-    file instead and either names the bad place or yields the rows.
-    """
-    file = str(path)
-    header, header_end = _read_header(data, file)
-    con.execute(f"drop table if exists {STAGE}")
-    body_lines = _physical_lines(data) - header_end
-    if path.name.endswith(".gz"):
-        # DuckDB parses a plain file in parallel; a .gz only in one thread, and it
-        # would inflate it a second time
-        with tempfile.TemporaryDirectory(prefix="ragledger-matrix-") as scratch:
-            plain = Path(scratch) / "matrix.csv"
-            plain.write_bytes(data)
-            staged = _stage_with_duckdb(con, plain, header, body_lines)
-    else:
-        staged = _stage_with_duckdb(con, path, header, body_lines)
-    if not staged:
-        _stage_with_csv(con, data, file)
-    return header_end
+def _gzip_error(path: Path, tally: _Tally, problem: str) -> InputError:
+    if not tally.lines:
+        return InputError(f"{problem}: no line could be read", file=str(path))
+    return InputError(
+        f"{problem}: the data ends in line {tally.lines:,}",
+        file=str(path),
+        line=tally.lines,
+    )
 
 
-def _read_header(data: bytes, file: str) -> tuple[list[str], int]:
+def _read_header(scan: _Scan) -> tuple[list[str], int]:
     """The header's column names (checked) and the line its record ends on."""
+    with scan.plain.open("rb") as handle:
+        data = handle.read(1 << 20)
     cut = data.find(b"\n", 0, 1 << 20) + 1 or min(len(data), 1 << 20)
-    text = _decode(data[:cut], file).removeprefix("\ufeff")
+    text = _decode(data[:cut], scan.file).removeprefix("\ufeff")
     reader = csv.reader(io.StringIO(text, newline="\n"), strict=True)
     try:
         header = next(reader)
     except StopIteration:
-        raise InputError("empty file: no header line", file=file, line=1) from None
+        raise InputError("empty file: no header line", file=scan.file, line=1) from None
     except csv.Error as error:
-        raise InputError(f"bad CSV header: {error}", file=file, line=1) from None
-    _header_order(header, file)
+        raise InputError(f"bad CSV header: {error}", file=scan.file, line=1) from None
+    _header_order(header, scan.file)
     return header, reader.line_num
 
 
-def _stage_with_duckdb(
-    con: duckdb.DuckDBPyConnection, path: Path, header: list[str], body_lines: int
-) -> bool:
-    """The fast route: DuckDB ``read_csv``; False when it cannot vouch for the result.
+def _decode(data: bytes, file: str, offset: int = 0, line: int = 1) -> str:
+    """``data`` as UTF-8; else name the byte (``offset``: where ``data`` starts in
+    the file, ``line``: the line it starts on)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"not UTF-8: byte {data[error.start]:#04x} at offset "
+            f"{offset + error.start:,}",
+            file=file,
+            line=line + data.count(b"\n", 0, error.start),
+        ) from None
 
-    A record spans ``1 + (newlines inside its cells)`` physical lines; the spans
-    must add up to the lines after the header. Rows keep file order because
-    DuckDB preserves insertion order (its default) in ``create table as``.
+
+@contextmanager
+def _spilling(con: duckdb.DuckDBPyConnection, scratch: Path) -> Iterator[None]:
+    """Cap DuckDB's memory for the load (what does not fit spills into ``scratch``)
+    and run it on one thread."""
+    settings = {
+        "memory_limit": _literal(MEMORY_LIMIT),
+        "temp_directory": _literal(str(scratch / "spill")),
+        # the load's main pass runs in order on one thread; a second one idles
+        "threads": "1",
+    }
+    old = {
+        name: con.execute(f"select current_setting('{name}')").fetchone()[0]
+        for name in settings
+    }
+    for name, value in settings.items():
+        con.execute(f"set {name} = {value}")
+    try:
+        yield
+    finally:
+        for name, value in old.items():
+            with suppress(duckdb.Error):
+                con.execute(f"set {name} = {_literal(str(value))}")
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _duckdb_source(scan: _Scan, header: list[str], header_end: int) -> str:
+    """The fast route: a streamed relation over DuckDB's ``read_csv``.
+
+    It yields :data:`COLUMNS` as text (empty text cells as ``''``, empty numeric
+    cells as null), ``_span`` (the physical lines a record covers: 1 + the
+    newlines in its cells) and ``_line`` (the record's first line: a running sum
+    of spans; the window streams, so DuckDB reads the file in order).
     """
     names = ", ".join(f"{_literal(name)}: 'VARCHAR'" for name in header)
     options = (
@@ -324,7 +398,6 @@ def _stage_with_duckdb(
         "null_padding = false, allow_quoted_nulls = false, "
         "max_line_size = 16777216, encoding = 'utf-8'"
     )
-    # empty cells come back null: text columns get '' back, numbers stay null
     selected = ", ".join(
         f"coalesce({_quoted(name)}, '') as {_quoted(name)}"
         if name in TEXT_COLUMNS
@@ -334,105 +407,143 @@ def _stage_with_duckdb(
     has_newline = " or ".join(
         f"contains({_quoted(name)}, chr(10))" for name in TEXT_COLUMNS
     )
-    newlines = " + ".join(
+    return (
+        f"(select *, {header_end} + sum(_span) over (rows between unbounded "
+        "preceding and current row) - _span + 1 as _line from ("
+        f"select *, 1 + case when {has_newline} then {_newlines()} else 0 end "
+        f"as _span from (select {selected} from "
+        f"read_csv({_literal(str(scan.plain))}, {options}))))"
+    )
+
+
+def _newlines() -> str:
+    """SQL: the newlines inside a record's text cells."""
+    return " + ".join(
         f"(strlen({_quoted(name)}) - strlen(replace({_quoted(name)}, chr(10), '')))"
         for name in TEXT_COLUMNS
     )
-    try:
-        con.execute(
-            f"create temp table matrix_stage as "
-            f"with cells as (select {selected} "
-            f"from read_csv({_literal(str(path))}, {options})) "
-            f"select *, 1 + case when {has_newline} then {newlines} else 0 end "
-            "as _span from cells"
-        )
-    except duckdb.Error:
-        con.execute(f"drop table if exists {STAGE}")
-        return False
-    rows, lines = con.execute(f"select count(*), sum(_span) from {STAGE}").fetchone()
-    if rows == 0 or lines != body_lines:
-        con.execute(f"drop table if exists {STAGE}")
-        return False
-    return True
 
 
-def _stage_with_csv(con: duckdb.DuckDBPyConnection, data: bytes, file: str) -> None:
+class _CsvRows:
     """The reference route: the csv module, which names a bad place exactly.
 
-    Physical lines end at ``\\n`` (a bare ``\\r`` inside a quoted cell is data).
+    :meth:`reader` streams the records as Arrow batches shaped like
+    :func:`_duckdb_source`. A bad place raises :class:`InputError` inside the
+    stream; DuckDB reports its own error, so the InputError is kept in
+    :attr:`error`. Physical lines end at ``\\n`` (a bare ``\\r`` inside a quoted
+    cell is data).
     """
-    text = _decode(data, file).removeprefix("\ufeff")
-    _raise_csv_limit()
-    reader = csv.reader(io.StringIO(text, newline="\n"), strict=True)
-    header = next(reader)
-    order = _header_order(header, file)
-    header_end = reader.line_num
-    rows: list[list[str]] = []
-    ends: list[int] = []
-    append_row, append_end = rows.append, ends.append
-    try:
-        for row in reader:
-            append_row(row)
-            append_end(reader.line_num)
-    except csv.Error as error:
-        start = (ends[-1] if ends else header_end) + 1
-        where = f" (the record starts here; reading stopped at line {reader.line_num})"
-        raise InputError(
-            f"bad CSV: {error}" + (where if reader.line_num > start else ""),
-            file=file,
-            line=start,
-        ) from None
-    if not rows:
-        raise InputError(
-            "no data rows after the header", file=file, line=header_end + 1
-        )
-    starts = [header_end + 1, *(end + 1 for end in ends[:-1])]
 
-    width = len(header)
-    if any(len(row) != width for row in rows):
-        index = next(i for i, row in enumerate(rows) if len(row) != width)
-        got = len(rows[index])
-        if got == 0:
-            raise InputError("blank line", file=file, line=starts[index])
-        if got < width:
-            problem = f"missing value: the record has {got} fields, the header {width}"
-            column = header[got]
-        else:
-            problem = f"extra field: the record has {got} fields, the header {width}"
-            column = f"#{width + 1}"
-        raise InputError(problem, file=file, line=starts[index], column=column)
+    SCHEMA = pa.schema(
+        [(name, pa.string()) for name in COLUMNS]
+        + [("_span", pa.int64()), ("_line", pa.int64())]
+    )
 
-    columns = list(zip(*rows, strict=True))
-    del rows
-    cells = {name: pa.array(columns[order[name]], pa.string()) for name in COLUMNS}
-    for name in (*FLOAT_COLUMNS, "correct"):  # as DuckDB gives them: empty -> null
-        cells[name] = pc.if_else(
-            pc.equal(cells[name], ""), pa.scalar(None, pa.string()), cells[name]
-        )
-    spans = np.diff(np.asarray([*starts, ends[-1] + 1], dtype=np.int64))
-    con.register("matrix_parsed", pa.table(cells | {"_span": pa.array(spans)}))
-    try:
-        con.execute("create temp table matrix_stage as select * from matrix_parsed")
-    finally:
-        con.unregister("matrix_parsed")
+    def __init__(self, scan: _Scan) -> None:
+        self.scan = scan
+        self.error: InputError | None = None
+
+    def reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.SCHEMA, self._kept())
+
+    def _kept(self) -> Iterator[pa.RecordBatch]:
+        try:
+            yield from self._batches()
+        except InputError as error:
+            self.error = error
+            raise
+
+    def _lines(self, handle: IO[bytes]) -> Iterator[str]:
+        offset = 0
+        for number, data in enumerate(handle, start=1):
+            yield _decode(data, self.scan.file, offset, number)
+            offset += len(data)
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        file = self.scan.file
+        if csv.field_size_limit() < 1 << 30:  # answers can exceed 128 KiB
+            csv.field_size_limit(1 << 30)
+        with self.scan.plain.open("rb") as handle:
+            lines = self._lines(handle)
+            first = next(lines, "").removeprefix("\ufeff")
+            reader = csv.reader(itertools.chain([first], lines), strict=True)
+            header = next(reader)
+            order = _header_order(header, file)
+            width, end, batch, rows = len(header), reader.line_num, [], 0
+            while True:
+                start = end + 1
+                try:
+                    row = next(reader, None)
+                except csv.Error as error:
+                    where = " (the record starts here; reading stopped at line "
+                    where += f"{reader.line_num})"
+                    raise InputError(
+                        f"bad CSV: {error}"
+                        + (where if reader.line_num > start else ""),
+                        file=file,
+                        line=start,
+                    ) from None
+                if row is None:
+                    break
+                end = reader.line_num
+                if len(row) != width:
+                    raise _ragged(row, header, file, start)
+                batch.append(
+                    [row[order[name]] for name in COLUMNS] + [end - start + 1, start]
+                )
+                if len(batch) == BATCH_ROWS:
+                    yield self._batch(batch)
+                    batch = []
+                rows += 1
+            if not rows:
+                raise InputError(
+                    "no data rows after the header", file=file, line=end + 1
+                )
+            if batch:
+                yield self._batch(batch)
+
+    def _batch(self, rows: list[list]) -> pa.RecordBatch:
+        columns = list(zip(*rows, strict=True))
+        arrays = []
+        for index, name in enumerate(COLUMNS):
+            cells = columns[index]
+            if name not in TEXT_COLUMNS:  # as DuckDB gives them: empty -> null
+                cells = [cell or None for cell in cells]
+            arrays.append(pa.array(cells, pa.string()))
+        arrays += [pa.array(columns[-2], pa.int64()), pa.array(columns[-1], pa.int64())]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.SCHEMA)
 
 
-def _decode(data: bytes, file: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise InputError(
-            f"not UTF-8: byte {data[error.start]:#04x} at offset {error.start:,}",
+def _ragged(row: list[str], header: list[str], file: str, line: int) -> InputError:
+    width, got = len(header), len(row)
+    if got == 0:
+        return InputError("blank line", file=file, line=line)
+    if got < width:
+        return InputError(
+            f"missing value: the record has {got} fields, the header {width}",
             file=file,
             line=line,
-        ) from None
+            column=header[got],
+        )
+    return InputError(
+        f"extra field: the record has {got} fields, the header {width}",
+        file=file,
+        line=line,
+        column=f"#{width + 1}",
+    )
 
 
-def _raise_csv_limit() -> None:
-    # generated answers can exceed the csv module's default 128 KiB per field
-    if csv.field_size_limit() < 1 << 30:
-        csv.field_size_limit(1 << 30)
+@contextmanager
+def _csv_source(
+    con: duckdb.DuckDBPyConnection, scan: _Scan
+) -> Iterator[tuple[str, _CsvRows]]:
+    """:class:`_CsvRows` registered with ``con``: (the relation's SQL, the rows)."""
+    rows = _CsvRows(scan)
+    con.register("matrix_parsed", rows.reader())
+    try:
+        yield "matrix_parsed", rows
+    finally:
+        con.unregister("matrix_parsed")
 
 
 def _header_order(header: list[str], file: str) -> dict[str, int]:
@@ -467,11 +578,163 @@ def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _line_number(header_end: int) -> str:
-    """SQL for the first physical line of each staged record (a window over rowid)."""
-    return (
-        f"{header_end} + sum(_span) over (order by rowid rows between unbounded "
-        "preceding and current row) - _span + 1"
+# ---------------------------------------------------------------- loading
+
+
+class _Refused(Exception):
+    """DuckDB refused the load, or could not vouch for its reading (rolled back)."""
+
+    def __init__(self, error: duckdb.Error | None = None) -> None:
+        super().__init__(str(error) if error else "the records miss physical lines")
+        self.error = error
+
+
+def _load(
+    con: duckdb.DuckDBPyConnection, scan: _Scan, release: str, replacing: bool
+) -> tuple[int, Counter[str], list[str]]:
+    """Load by DuckDB, else by the csv module; on bad input name the first bad place."""
+    header, header_end = _read_header(scan)
+    loaded = _load_with_duckdb(con, scan, release, replacing, header, header_end)
+    if loaded is not None:
+        return loaded
+    with _csv_source(con, scan) as (source, parsed):
+        try:
+            return _write(con, scan, release, replacing, source)
+        except _Refused as refused:
+            if parsed.error is not None:
+                raise parsed.error from None
+            failure = refused
+    with _csv_source(con, scan) as (source, parsed):
+        try:
+            _, _, bad = _first_bad_cells(con, source)
+        except duckdb.Error:
+            if parsed.error is not None:
+                raise parsed.error from None
+            raise
+    _raise_first_bad(bad, scan.file)
+    raise WarehouseError(f"{scan.file}: the load failed: {failure}")
+
+
+def _load_with_duckdb(
+    con: duckdb.DuckDBPyConnection,
+    scan: _Scan,
+    release: str,
+    replacing: bool,
+    header: list[str],
+    header_end: int,
+) -> tuple[int, Counter[str], list[str]] | None:
+    """The fast route; None when DuckDB cannot read the file as the csv module does
+    (it refuses it, or its records miss physical lines)."""
+    source = _duckdb_source(scan, header, header_end)
+    try:
+        return _write(con, scan, release, replacing, source)
+    except _Refused as refused:
+        failure = refused
+    try:  # why? a bad cell, or DuckDB read the file otherwise
+        rows, lines, bad = _first_bad_cells(con, source)
+    except duckdb.Error:
+        return None
+    if rows == 0 or header_end + lines != scan.lines:
+        return None
+    _raise_first_bad(bad, scan.file)
+    raise WarehouseError(f"{scan.file}: the load failed: {failure}")
+
+
+def _write(
+    con: duckdb.DuckDBPyConnection,
+    scan: _Scan,
+    release: str,
+    replacing: bool,
+    source: str,
+) -> tuple[int, Counter[str], list[str]]:
+    """One transaction: the rows (checked as they stream), the file, the release."""
+    cast = {"correct": "integer", **dict.fromkeys(FLOAT_COLUMNS, "double")}
+    selected = ", ".join(
+        f"cast(nullif({_quoted(name)}, '') as {cast[name]}) as {_quoted(name)}"
+        if name in cast
+        else _quoted(name)
+        for name in COLUMNS
+    )
+    bad = " or ".join(f"({condition})" for condition, _ in _checks().values())
+    query = (
+        f"select {_literal(release)} as release, {_literal(scan.digest)} as "
+        f"file_sha256, _line as line_number, {selected} from {source} where "
+        f"case when {bad} then error('a matrix cell failed its check') else true end"
+    )
+    try:
+        with transaction(con):
+            if replacing:
+                _delete_release(con, release)
+            rows = write_query(
+                con,
+                "raw.matrix_rows",
+                ("release", "file_sha256", "line_number", *COLUMNS),
+                query,
+                scope={"release": release},
+                order="line_number",
+            ).inserted
+            if not rows or _last_line(con, release) != scan.lines:
+                raise _Refused()
+            _register_file(con, scan, release, rows)
+            counts = Counter(
+                dict(
+                    con.execute(
+                        "select dataset, count(*) from raw.matrix_rows where "
+                        f"release = {_literal(release)} group by all"
+                    ).fetchall()
+                )
+            )
+            warnings = _count_warnings(counts) + _empty_reference_warnings(con, release)
+    except DuplicateKey as duplicate:
+        shown = ", ".join(_show(part, 50) for part in duplicate.key[1:])
+        raise InputError(
+            f"duplicate key ({shown}): lines {duplicate.first} and {duplicate.second}",
+            file=scan.file,
+            line=duplicate.second,
+            column=", ".join(KEY_COLUMNS),
+        ) from None
+    except duckdb.Error as error:
+        raise _Refused(error) from None
+    return rows, counts, warnings
+
+
+def _last_line(con: duckdb.DuckDBPyConnection, release: str) -> int:
+    """The last physical line the stored records cover (the file's last line, when
+    DuckDB's records account for every line)."""
+    where = f"release = {_literal(release)}"
+    start = con.execute(
+        f"select max(line_number) from raw.matrix_rows where {where}"
+    ).fetchone()[0]
+    inner = con.execute(
+        f"select {_newlines()} from raw.matrix_rows where {where} "
+        f"and line_number = {int(start)}"
+    ).fetchone()[0]
+    return start + inner
+
+
+def _register_file(
+    con: duckdb.DuckDBPyConnection, scan: _Scan, release: str, rows: int
+) -> None:
+    write_rows(
+        con,
+        "raw.source_files",
+        SOURCE_FILE_COLUMNS,
+        [
+            (
+                scan.digest,
+                KIND,
+                scan.path.name,
+                str(scan.path.resolve()),
+                scan.size,
+                rows,
+            )
+        ],
+    )
+    write_rows(
+        con,
+        "raw.matrix_releases",
+        ("release", "file_sha256", "file_name", "row_count"),
+        [(release, scan.digest, scan.path.name, rows)],
     )
 
 
@@ -483,7 +746,7 @@ def _checks() -> dict[str, tuple[str, str]]:
     # a key of only whitespace ("   ") is as empty as "": it names nothing
     checks = {
         name: (
-            f"regexp_full_match({_quoted(name)}, '\\s*')",
+            f"regexp_full_match({_quoted(name)}, {_literal(BLANK_PATTERN)})",
             "a non-empty key value (not only whitespace)",
         )
         for name in KEY_COLUMNS
@@ -502,43 +765,40 @@ def _checks() -> dict[str, tuple[str, str]]:
     return checks
 
 
-def _validate(
-    con: duckdb.DuckDBPyConnection, file: str, header_end: int
-) -> tuple[int, Counter[str], list[str]]:
-    """Check every staged cell in one scan; raise on the first bad cell in the file.
-
-    Returns the row count, the per-dataset counts and the warnings (counts that
-    differ from the published ones, reference answers that normalise to empty).
-    """
+def _first_bad_cells(
+    con: duckdb.DuckDBPyConnection, source: str
+) -> tuple[int, int, dict[str, tuple[int, str | None]]]:
+    """One streamed pass over ``source``: its records, the lines they span, and per
+    column the line and value of its first bad cell."""
     checks = _checks()
     firsts = ", ".join(
-        f"min(rowid) filter (where {condition})" for condition, _ in checks.values()
+        f"min(_line) filter (where {condition}), "
+        f"arg_min_null({_quoted(name)}, _line) filter (where {condition})"
+        for name, (condition, _) in checks.items()
     )
-    found = con.execute(f"select count(*), {firsts} from {STAGE}").fetchone()
-    rows, bad = found[0], dict(zip(checks, found[1:], strict=True))
-    bad = {name: rowid for name, rowid in bad.items() if rowid is not None}
-    if bad:
-        column = min(bad, key=lambda name: (bad[name], COLUMNS.index(name)))
-        value, line = con.execute(
-            f"select {_quoted(column)}, line from (select rowid as r, {_quoted(column)}, "
-            f"{_line_number(header_end)} as line from {STAGE}) where r = ?",
-            [bad[column]],
-        ).fetchone()
-        expected = checks[column][1]
-        raise InputError(
-            f"expected {expected}, got {_show(value)}",
-            file=file,
-            line=line,
-            column=column,
-        )
-    counts = Counter(
-        dict(
-            con.execute(
-                f"select dataset, count(*) from {STAGE} group by all"
-            ).fetchall()
-        )
+    found = con.execute(
+        f"select count(*), coalesce(sum(_span), 0), {firsts} from {source}"
+    ).fetchone()
+    bad = {
+        name: (found[2 + 2 * index], found[3 + 2 * index])
+        for index, name in enumerate(checks)
+        if found[2 + 2 * index] is not None
+    }
+    return found[0], found[1], bad
+
+
+def _raise_first_bad(bad: dict[str, tuple[int, str | None]], file: str) -> None:
+    """Raise on the first bad cell in the file (by line, then column order)."""
+    if not bad:
+        return
+    column = min(bad, key=lambda name: (bad[name][0], COLUMNS.index(name)))
+    line, value = bad[column]
+    raise InputError(
+        f"expected {_checks()[column][1]}, got {_show(value)}",
+        file=file,
+        line=line,
+        column=column,
     )
-    return rows, counts, _count_warnings(counts) + _empty_reference_warnings(con)
 
 
 def _show(value: str | None, limit: int = 40) -> str:
@@ -576,20 +836,24 @@ def _normalise(answer: str) -> str:
     return " ".join(_ARTICLES.sub(" ", answer.lower().translate(_PUNCTUATION)).split())
 
 
-def _empty_reference_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
+def _empty_reference_warnings(
+    con: duckdb.DuckDBPyConnection, release: str
+) -> list[str]:
     """Flag reference answers that normalise to empty (NQ ``test2104``: ``")"``).
 
     The rows are kept; excluding them from scoring is an analysis decision.
     """
+    where = f"release = {_literal(release)}"
     references = con.execute(
-        f"select distinct reference_answer from {STAGE}"
+        f"select distinct reference_answer from raw.matrix_rows where {where}"
     ).fetchall()
     empty = [reference for (reference,) in references if not _normalise(reference)]
     if not empty:
         return []
     flagged = con.execute(
-        f"select dataset, list(distinct example_id order by example_id) from {STAGE} "
-        "where list_contains(?, reference_answer) group by all order by dataset",
+        "select dataset, list(distinct example_id order by example_id) from "
+        f"raw.matrix_rows where {where} and list_contains(?, reference_answer) "
+        "group by all order by dataset",
         [empty],
     ).fetchall()
     return [
@@ -597,30 +861,6 @@ def _empty_reference_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
         f"to empty ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}); rows kept"
         for dataset, ids in flagged
     ]
-
-
-def _refuse_duplicate_keys(
-    con: duckdb.DuckDBPyConnection, file: str, header_end: int
-) -> None:
-    """Name both lines of the first duplicate key (the lake has no PRIMARY KEY:
-    raw.matrix_rows' key is checked here, before anything is written)."""
-    keys = ", ".join(KEY_COLUMNS)
-    duplicate = con.execute(
-        f"select {keys}, lines[1], lines[2] from ("
-        f"select {keys}, list(line order by line) as lines from ("
-        f"select {keys}, {_line_number(header_end)} as line from {STAGE}) "
-        "group by all having count(*) > 1) order by lines[2] limit 1"
-    ).fetchone()
-    if duplicate is None:
-        return
-    *key, first, second = duplicate
-    shown = ", ".join(_show(part, 50) for part in key)
-    raise InputError(
-        f"duplicate key ({shown}): lines {first} and {second}",
-        file=file,
-        line=second,
-        column=keys,
-    )
 
 
 # ---------------------------------------------------------------- writing
@@ -673,40 +913,3 @@ def _delete_release(con: duckdb.DuckDBPyConnection, release: str) -> None:
             "exists (select 1 from raw.matrix_releases where file_sha256 = ?)",
             [digest, KIND, digest],
         )
-
-
-def _insert(
-    con: duckdb.DuckDBPyConnection,
-    release: str,
-    digest: str,
-    path: Path,
-    size: int,
-    rows: int,
-    header_end: int,
-) -> None:
-    write_rows(
-        con,
-        "raw.source_files",
-        SOURCE_FILE_COLUMNS,
-        [(digest, KIND, path.name, str(path.resolve()), size, rows)],
-    )
-    write_rows(
-        con,
-        "raw.matrix_releases",
-        ("release", "file_sha256", "file_name", "row_count"),
-        [(release, digest, path.name, rows)],
-    )
-    cast = {"correct": "integer", **dict.fromkeys(FLOAT_COLUMNS, "double")}
-    selected = ", ".join(
-        f"cast(nullif({name}, '') as {cast[name]})" if name in cast else name
-        for name in COLUMNS
-    )
-    # line numbers come from a window over (rowid, _span) only, joined back:
-    # a window over the whole stage would drag every text column through a sort
-    lines = f"select rowid as _row, {_line_number(header_end)} as _line from {STAGE}"
-    con.execute(
-        f"insert into raw.matrix_rows (release, file_sha256, line_number, "
-        f"{', '.join(COLUMNS)}) select ?, ?, _line, {selected} "
-        f"from {STAGE} as staged join ({lines}) as lines on staged.rowid = lines._row",
-        [release, digest],
-    )

@@ -266,6 +266,130 @@ def write_from(
     return _apply(con, contract, tuple(columns), relation, count)
 
 
+#: RE2: a cell of only what ``str.strip`` strips (an empty key).
+BLANK_PATTERN = (
+    r"[\s\v\x1c-\x1f\x85\xa0\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}"
+    r"\x{205f}\x{3000}]*"
+)
+
+
+class DuplicateKey(WarehouseError):
+    """A key given twice in one :func:`write_query`: ``key`` holds its values,
+    ``first`` and ``second`` the ``order`` values of its first two rows."""
+
+    def __init__(self, message: str, key: tuple[Any, ...], first: Any, second: Any):
+        super().__init__(message)
+        self.key, self.first, self.second = key, first, second
+
+
+def write_query(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    columns: Sequence[str],
+    query: str,
+    params: Sequence[Any] = (),
+    *,
+    scope: Mapping[str, Any],
+    order: str,
+) -> WriteResult:
+    """Insert the rows of ``query`` (a SELECT giving ``columns``) in one streamed
+    statement: the bulk-load form of :func:`write` for append tables.
+
+    ``scope`` maps key columns to the value every new row has (a release); no
+    stored row may be in scope, so the new keys are checked among the new rows
+    only, after the insert and inside the caller's transaction: stored rows outside
+    the scope are never read. ``order`` (a column, e.g. a line number) decides which
+    duplicate :class:`DuplicateKey` names: the one whose second row comes first.
+    """
+    contract = table(name)
+    if contract.rule != "append" or not set(scope) <= set(contract.key):
+        raise WarehouseError(f"{name}: write_query takes append tables keyed by scope")
+    # literals, not parameters: DuckLake prunes files on a literal only
+    where = " and ".join(f'"{c}" = {_sql_literal(v)}' for c, v in scope.items())
+    if con.execute(f"select 1 from {name} where {where} limit 1").fetchone():
+        raise WarehouseError(f"{name}: rows with {dict(scope)} are already stored")
+    names = ", ".join(f'"{c}"' for c in columns)
+    inserted = con.execute(
+        f"insert into {name} ({names}) select {names} from ({query})", list(params)
+    ).fetchone()[0]
+    blank = _sql_literal(BLANK_PATTERN)
+    problems = [
+        (
+            f"key column '{c}' is empty",
+            f'"{c}" is null or regexp_full_match("{c}", {blank})',
+        )
+        for c in contract.key
+    ]
+    for column, allowed in contract.allowed.items():
+        listed = ", ".join(_sql_literal(value) for value in allowed)
+        problems.append(
+            (
+                f"column '{column}' is not one of {listed}",
+                f'"{column}" not in ({listed})',
+            )
+        )
+    for column, (low, high) in contract.ranges.items():
+        problems.append(
+            (
+                f"column '{column}' is outside [{low:g}, {high:g}]",
+                f'"{column}" not between {low!r} and {high!r}',
+            )
+        )
+    counts = con.execute(
+        "select count(*), "
+        + ", ".join(f"count(*) filter (where {sql})" for _, sql in problems)
+        + f" from {name} where {where}"
+    ).fetchone()
+    if counts[0] != inserted:
+        raise WarehouseError(
+            f"{name}: {inserted - counts[0]} new row(s) lie outside {dict(scope)}"
+        )
+    for (problem, _), bad in zip(problems, counts[1:], strict=True):
+        if bad:
+            raise WarehouseError(f"{name}: {bad} new row(s): {problem}")
+    _check_scope_keys(con, contract, where, order)
+    return WriteResult(inserted)
+
+
+def _sql_literal(value: Any) -> str:
+    return (
+        "'" + value.replace("'", "''") + "'" if isinstance(value, str) else repr(value)
+    )
+
+
+def _check_scope_keys(
+    con: duckdb.DuckDBPyConnection,
+    contract: RawTable,
+    where: str,
+    order: str,
+) -> None:
+    """Duplicate keys among the rows in scope. 64-bit key hashes are grouped first
+    (small and spillable); only rows whose hash repeats are compared in full."""
+    keys = _key_list(contract)
+    repeated = con.execute(
+        f"select list(h) from (select hash({keys}) as h from {contract.name} "
+        f"where {where} group by h having count(*) > 1)"
+    ).fetchone()[0]
+    if not repeated:
+        return
+    duplicate = con.execute(
+        f'select {keys}, list("{order}" order by "{order}") as os from {contract.name} '
+        f"where {where} and hash({keys}) in (select unnest(?::ubigint[])) "
+        "group by all having count(*) > 1 order by os[2] limit 1",
+        [repeated],
+    ).fetchone()
+    if duplicate is None:
+        return
+    *key, ordered = duplicate
+    raise DuplicateKey(
+        f"{contract.name}: duplicate key ({', '.join(contract.key)}) = "
+        f"({', '.join(map(str, key))}) ({order} {ordered[0]} and {ordered[1]})",
+        tuple(key),
+        ordered[0],
+        ordered[1],
+    )
+
+
 def _arrow(columns: Sequence[str], rows: list[Sequence[Any]]) -> pa.Table:
     return pa.table(
         {

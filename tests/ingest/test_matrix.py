@@ -208,7 +208,7 @@ def test_the_csv_module_route_gives_the_same_rows(con, tmp_path, monkeypatch):
     load_matrix(con, path)
     fast = stored_rows(con, "m")
     other = warehouse.connect(":memory:")
-    monkeypatch.setattr(matrix, "_stage_with_duckdb", lambda *args: False)
+    monkeypatch.setattr(matrix, "_load_with_duckdb", lambda *args: None)
     load_matrix(other, path)
     assert stored_rows(other, "m") == fast
 
@@ -713,14 +713,16 @@ def test_cli_refusal_is_one_line_with_exit_code_1_and_no_writes(tmp_path, case):
     con.close()
 
 
-def test_the_fast_route_accepts_hostile_text(tmp_path):
+def test_the_fast_route_accepts_hostile_text(tmp_path, monkeypatch):
     # the DuckDB reader must not fall back to the csv module on valid files
     path = write_matrix(tmp_path / "m.csv.gz", hostile_rows())
-    data = matrix._read_bytes(path)
-    header, header_end = matrix._read_header(data, str(path))
     con = warehouse.connect(":memory:")
-    body_lines = matrix._physical_lines(data) - header_end
-    assert matrix._stage_with_duckdb(con, path, header, body_lines)
+
+    def fell_back(*args):
+        raise AssertionError("fell back to the csv module")
+
+    monkeypatch.setattr(matrix, "_csv_source", fell_back)
+    assert load_matrix(con, path).row_count == len(hostile_rows())
     con.close()
 
 
@@ -778,3 +780,128 @@ def test_any_text_round_trips_with_its_line_numbers(tmp_path_factory, cells):
         (row["question"], row["question_type"], row["generated_answer"], start)
         for row, start in zip(rows, expected_starts(rows), strict=True)
     ]
+
+
+# ---------------------------------------------------------------- streaming (issue 19)
+
+
+@pytest.mark.parametrize("block", [5, 64])
+def test_tiny_read_blocks_give_the_same_rows(con, tmp_path, monkeypatch, block):
+    """The file is read in blocks: gzip members, NUL padding between them and a
+    magic number split across two reads must not change what is loaded."""
+    rows = hostile_rows()
+    plain = write_matrix(tmp_path / "one.csv", rows)
+    data = plain.read_bytes()
+    half = data.index(b"\r\n", len(data) // 2) + 2
+    packed = tmp_path / "m.csv.gz"
+    packed.write_bytes(
+        gzip.compress(data[:half], mtime=0)
+        + b"\0" * 3
+        + gzip.compress(data[half:], mtime=0)
+    )
+    monkeypatch.setattr(matrix, "BLOCK", block)
+    result = load_matrix(con, packed)
+    assert result.file_sha256 == sha256_file(plain)
+    assert result.row_count == len(rows)
+    other = warehouse.connect(":memory:")
+    load_matrix(other, plain, release="m")
+    assert stored_rows(con, "m") == stored_rows(other, "m")
+    other.close()
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(gzip.compress(data, mtime=0)[:-8])
+    lines = data.count(b"\n")  # the data ends with a line end
+    assert_refused(
+        con,
+        cut,
+        f"truncated gzip file: the data ends in line {lines:,}$",
+        line=lines,
+        column=None,
+    )
+
+
+def test_a_new_release_never_reads_the_stored_rows(tmp_path):
+    """Issue 19: loading k rows costs O(k). With the stored release's data files
+    moved away, loading another release still works: nothing opened them."""
+    database = tmp_path / "w.duckdb"
+    con = warehouse.connect(database)
+    load_matrix(
+        con, write_matrix(tmp_path / "big.csv", [make_row(i) for i in range(50)])
+    )
+    con.close()
+    folder = tmp_path / "w.lake" / "files" / "raw" / "matrix_rows"
+    stored = sorted(folder.rglob("*.parquet"))
+    assert stored
+    away = tmp_path / "away"
+    away.mkdir()
+    for path in stored:
+        path.rename(away / path.name)
+    con = warehouse.connect(database)
+    small = write_matrix(tmp_path / "small.csv", [make_row(0), make_row(1)])
+    assert load_matrix(con, small).row_count == 2
+    for path in stored:
+        (away / path.name).rename(path)
+    assert con.execute(
+        "select release, count(*) from raw.matrix_rows group by all order by all"
+    ).fetchall() == [("big", 50), ("small", 2)]
+    con.close()
+
+
+@pytest.mark.parametrize("blank", ["\u3000", "\xa0 ", "\x1c"])
+def test_keys_of_unicode_whitespace_are_empty_too(con, tmp_path, blank):
+    """The loader and the writer share one rule: what str.strip strips is blank."""
+    assert not blank.strip()
+    path = write_matrix(tmp_path / "m.csv", [make_row(0), make_row(1, method=blank)])
+    assert_refused(con, path, "not only whitespace", line=3, column="method")
+
+
+@pytest.mark.slow
+def test_killed_load_leaves_the_previous_state(tmp_path):
+    """kill -9 while the rows stream into the lake: no row, release or file lands."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from benchmarks.matrix_file import write_matrix as write_generated
+
+    path = tmp_path / "interaction_matrix.csv"
+    total = write_generated(path, seed=5, scale=0.1)
+    database = tmp_path / "w.duckdb"
+    warehouse.connect(database).close()
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    env["RAGLEDGER_PUBLISH"] = "0"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from ragledger.cli import main; main()",
+            "--db",
+            str(database),
+            "ingest",
+            "matrix",
+            str(path),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    folder = tmp_path / "w.lake" / "files" / "raw" / "matrix_rows"
+    deadline = time.monotonic() + 300
+    while child.poll() is None and time.monotonic() < deadline:
+        if folder.exists() and any(folder.rglob("*.parquet")):
+            break  # the rows are being written, not committed
+        time.sleep(0.01)
+    killed = child.poll() is None
+    if killed:
+        child.send_signal(signal.SIGKILL)
+    child.wait()
+    con = warehouse.connect(database, read_only=True)
+    state = con.execute(
+        "select (select count(*) from raw.matrix_rows), "
+        "(select count(*) from raw.matrix_releases), "
+        "(select count(*) from raw.source_files where kind = 'matrix')"
+    ).fetchone()
+    con.close()
+    assert state in ((0, 0, 0), (total, 1, 1))
+    assert killed, "the load finished before it could be killed"

@@ -36,10 +36,8 @@ from generation.backends.retry import (
     call_with_retries,
 )
 from generation.readers import ReaderSpec
-from generation.scoring import (
-    DEFAULT_METRICS,
-    SCORERS,
-)
+from generation.scorers.registry import LEXICAL_METRICS
+from generation.scoring import DEFAULT_METRICS
 from warehouse import transaction
 from warehouse.errors import WarehouseError
 from warehouse.hashing import canonical_json, sha256_text
@@ -631,8 +629,14 @@ def _write_batch(
             ]
         )
         if outcome.status != "error":
-            for metric, (value, version) in score_answer(
-                answer or "", row, metrics, benchmark
+            for metric, (value, version) in scoring.score_answer(
+                answer or "",
+                row.references,
+                metrics,
+                benchmark=benchmark,
+                question=row.question,
+                question_type=row.question_type,
+                metadata=row.metadata,
             ).items():
                 score_rows.append([gid, metric, value, "ok", version, "{}"])
     with transaction(con):
@@ -717,29 +721,13 @@ SCORE_COLUMNS = (
 )
 
 
-def score_answer(
-    answer: str, row: EvidenceRow, metrics: Sequence[str], benchmark: str | None
-) -> dict[str, tuple[float, str]]:
-    """``{metric: (score, scorer_version)}`` for one answer, by the dataset's
-    benchmark scorer (:mod:`generation.scorers`)."""
-    return scoring.score_answer(
-        answer,
-        row.references,
-        metrics,
-        benchmark=benchmark,
-        question=row.question,
-        question_type=row.question_type,
-        metadata=row.metadata,
-    )
-
-
 def _metrics_for(benchmark: str | None, metrics: Sequence[str]) -> tuple[str, ...]:
     chosen = list(dict.fromkeys(metrics))
-    unknown = [name for name in chosen if name not in SCORERS and name != "label"]
+    unknown = [name for name in chosen if name not in LEXICAL_METRICS]
     if unknown:
         raise WarehouseError(
             f"unknown metric(s) {', '.join(unknown)}; built-ins: "
-            f"{', '.join(SCORERS)}, label (judges: --judge)"
+            f"{', '.join(LEXICAL_METRICS)} (judges: --judge)"
         )
     if benchmark == "babilong" and "label" not in chosen:
         chosen.append("label")

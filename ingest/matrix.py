@@ -23,8 +23,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import re
-import string
 import tempfile
 import zlib
 from collections import Counter
@@ -41,6 +39,7 @@ from warehouse.hashing import PREFIX
 from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.raw_tables import SOURCE_FILE_COLUMNS
 from warehouse.raw_tables import write as write_rows
+from warehouse.text_rules import normalize_answer
 
 #: The published columns, in published order (specs/released_matrix.md).
 COLUMNS = (
@@ -567,15 +566,6 @@ def _count_warnings(counts: Counter[str]) -> list[str]:
     return warnings
 
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = str.maketrans("", "", string.punctuation)
-
-
-def _normalise(answer: str) -> str:
-    """SQuAD answer normalisation: lower case, no punctuation, articles or extra spaces."""
-    return " ".join(_ARTICLES.sub(" ", answer.lower().translate(_PUNCTUATION)).split())
-
-
 def _empty_reference_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Flag reference answers that normalise to empty (NQ ``test2104``: ``")"``).
 
@@ -584,7 +574,9 @@ def _empty_reference_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     references = con.execute(
         f"select distinct reference_answer from {STAGE}"
     ).fetchall()
-    empty = [reference for (reference,) in references if not _normalise(reference)]
+    empty = [
+        reference for (reference,) in references if not normalize_answer(reference)
+    ]
     if not empty:
         return []
     flagged = con.execute(

@@ -21,6 +21,7 @@ from generation.scorers import (
 )
 from generation.scorers.base import Scorer
 from warehouse.errors import WarehouseError
+from warehouse.text_rules import benchmark_name
 
 SCORERS: dict[str, Scorer] = {
     module.SCORER.scorer_id: module.SCORER
@@ -59,7 +60,6 @@ BENCHMARK_DEFAULTS: dict[str, dict[str, str]] = {
     "longmemeval": {"judge_match": "longmemeval-anscheck@1"},
     "loong": {"perfect_rate": "loong-judge@1"},
 }
-_BENCHMARK_ALIASES = {"nq": "nq-open", "nq_open": "nq-open"}
 
 #: Metric -> scorer for datasets (or metrics) no benchmark default covers.
 GENERIC: dict[str, str] = {
@@ -82,8 +82,7 @@ def get_scorer(scorer_id: str) -> Scorer:
 
 def default_scorer(benchmark: str | None, metric: str) -> Scorer:
     """The scorer a dataset of ``benchmark`` uses for ``metric`` by default."""
-    key = (benchmark or "").lower()
-    key = _BENCHMARK_ALIASES.get(key, key)
+    key = benchmark_name(benchmark)
     scorer_id = BENCHMARK_DEFAULTS.get(key, {}).get(metric) or GENERIC.get(metric)
     if scorer_id is None:
         raise WarehouseError(

@@ -40,7 +40,7 @@ from analysis.replay import FlipReplay, split_audit
 from analysis.resolution import resolution_cost
 from analysis.results import AuditRun, PanelAudit, jsonable
 from analysis.retention import endpoint_retention, retention_bootstrap
-from analysis.selection import SelectionResult
+from analysis.selection import SELECTION_BOOTSTRAP_SEED, SelectionResult
 from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings, InvalidSetting
 from analysis.store import audit_key, table_rows, write_tables
 from analysis.summary_json import SCHEMA_VERSION, dumps, summary
@@ -324,7 +324,7 @@ def audit_warehouse(
     stratify_by: str | None = None,
     cluster_by: str | None = None,
     selection_draws: int = 2000,
-    selection_seed: int = 5768,
+    selection_seed: int = SELECTION_BOOTSTRAP_SEED,
     snapshot_id: int | None = None,
     at: int | None = None,
     declared: Sequence[str] = (),

@@ -31,7 +31,8 @@ from analysis.bootstrap import (
 )
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 
-SELECTION_SEED = 5768
+#: The selection comparison's bootstrap draws (``default_rng``).
+SELECTION_BOOTSTRAP_SEED = 5768
 Resampling = Literal["plain", "stratified", "clustered"]
 
 
@@ -102,7 +103,7 @@ def question_weights(
     /,
     *,
     draws: int = 2000,
-    seed: SeedLike = SELECTION_SEED,
+    seed: SeedLike = SELECTION_BOOTSTRAP_SEED,
     strata: Sequence[object] | None = None,
     clusters: Sequence[object] | None = None,
 ) -> np.ndarray:
@@ -125,7 +126,7 @@ def selection_accuracy(
     *,
     baseline: str | None = None,
     draws: int = 2000,
-    seed: SeedLike = SELECTION_SEED,
+    seed: SeedLike = SELECTION_BOOTSTRAP_SEED,
     strata: Sequence[object] | None = None,
     clusters: Sequence[object] | None = None,
     level: float = 0.95,

@@ -1,13 +1,12 @@
-"""The SQL that writes ``analysis.audits``, ``analysis.statistics`` and ``analysis.reader_results``.
+"""The rows of ``analysis.audits``, ``analysis.statistics`` and ``analysis.reader_results``.
 
-Plain ``INSERT`` statements only: no ``ON CONFLICT``, no ``INSERT OR REPLACE``
-and no reliance on a PRIMARY KEY or UNIQUE constraint (a DuckLake table has
-none). Keys are checked here instead: every row is built in Python first, the
-audit ids of one call must be distinct, a statistic name appears once per audit
-(a repeat becomes ``name#2``) and a reader once per audit. Then, in one
-transaction, the earlier rows of these audit ids are deleted and the new ones
-inserted, so a rerun replaces its rows and a failure leaves the tables as they
-were.
+Every row is built in Python first, with its keys checked: the audit ids of one
+call must be distinct, a statistic name appears once per audit (a repeat
+becomes ``name#2``) and a reader once per audit. The rows go to the tables'
+writer (:mod:`warehouse.raw_tables`) in one transaction: an audit's row
+replaces its earlier one and takes the earlier statistics and reader rows of
+that audit id with it, so a rerun replaces its rows and a failure leaves the
+tables as they were.
 
 ``analysis.audits.snapshot_id`` is a nullable slot for the warehouse snapshot
 the audit read; it is written when the table has that column.
@@ -257,17 +256,6 @@ def _has_column(con, schema: str, table: str, column: str) -> bool:  # noqa: ANN
     return bool(found and found[0])
 
 
-def _insert(
-    con, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]
-) -> None:  # noqa: ANN001
-    if not rows:
-        return
-    marks = ", ".join("?" for _ in columns)
-    con.executemany(
-        f"insert into {table} ({', '.join(columns)}) values ({marks})", rows
-    )
-
-
 def write_tables(
     con,  # noqa: ANN001
     audits: Sequence[PanelAudit],
@@ -284,34 +272,21 @@ def write_tables(
     two audits of the same inputs.
     """
     from warehouse import transaction
+    from warehouse.raw_tables import write
 
     rows = build_rows(audits, pairs=pairs, selections=selections)
-    keys = sorted({row[0] for row in rows.audits})
     with_snapshot = _has_column(con, "analysis", "audits", "snapshot_id")
     if snapshot_id is not None and not with_snapshot:
         raise WarehouseError(
             "analysis.audits has no snapshot_id column; upgrade the warehouse schema"
         )
-    audit_columns = (*AUDIT_COLUMNS, "created_at")
-    audit_rows = rows.audits
+    audit_columns, audit_rows = AUDIT_COLUMNS, rows.audits
     if with_snapshot:
-        audit_columns = (*AUDIT_COLUMNS, "snapshot_id", "created_at")
+        audit_columns = (*AUDIT_COLUMNS, "snapshot_id")
         audit_rows = [(*row, snapshot_id) for row in rows.audits]
-    marks = ", ".join("?" for _ in audit_columns[:-1])
     with transaction(con):
-        if keys:
-            placeholders = ", ".join("?" for _ in keys)
-            for table in ("statistics", "reader_results", "audits"):
-                con.execute(
-                    f"delete from analysis.{table} where audit_id in ({placeholders})",
-                    keys,
-                )
-        if audit_rows:
-            con.executemany(
-                f"insert into analysis.audits ({', '.join(audit_columns)}) "
-                f"values ({marks}, now())",
-                audit_rows,
-            )
-        _insert(con, "analysis.statistics", STATISTIC_COLUMNS, rows.statistics)
-        _insert(con, "analysis.reader_results", READER_COLUMNS, rows.readers)
+        # analysis.audits owns the other two: its replace drops their old rows
+        write(con, "analysis.audits", audit_columns, audit_rows)
+        write(con, "analysis.statistics", STATISTIC_COLUMNS, rows.statistics)
+        write(con, "analysis.reader_results", READER_COLUMNS, rows.readers)
     return len(rows.statistics)

@@ -15,7 +15,9 @@ What is written, in one transaction:
 * ``raw.score_versions``: the replaced score and the new one, each under its
   scorer version; a (generation, metric, version) already kept is not added
   again, so rescoring back and forth keeps one row per version.
-* ``raw.runs``: one ``rescore`` run.
+* ``raw.runs``: one finished ``rescore`` run (:func:`warehouse.runs.record_run`).
+
+Every row goes through the tables' writer (:mod:`warehouse.raw_tables`).
 
 A generation already on the scorer is left alone; one whose answer text was
 never stored (an imported row with a score but no answer) cannot be rescored
@@ -36,6 +38,16 @@ from generation.scoring import score_input
 from warehouse import transaction
 from warehouse.errors import WarehouseError
 from warehouse.hashing import canonical_json
+from warehouse.raw_tables import write
+from warehouse.runs import record_run
+
+SCORE_COLUMNS = (
+    "generation_id", "metric", "score", "status", "scorer_version", "detail_json",
+)  # fmt: skip
+SCORE_VERSION_COLUMNS = (
+    "generation_id", "metric", "scorer_version", "score", "status", "detail_json",
+    "source_file_sha256", "run_id",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -138,58 +150,23 @@ def _write(
     new_scores: list[list[Any]],
     kept: list[list[Any]],
 ) -> None:
+    # raw.score_versions keeps the first row per (generation, metric, version):
+    # a version already kept (the imported score, an earlier rescore) stays.
     version_rows = kept + [
         [gid, metric, version, value, status, detail, None, summary.run_id]
         for gid, metric, value, status, version, detail in new_scores
     ]
-    generation_ids = [row[0] for row in new_scores]
+    config = {
+        "dataset_id": summary.dataset_id,
+        "metric": summary.metric,
+        "scorer_version": summary.scorer_version,
+        "rescored": summary.rescored,
+        "previous": summary.previous,
+    }
     with transaction(con):
-        present = {
-            tuple(key)
-            for key in con.execute(
-                "select generation_id, metric, scorer_version from raw.score_versions "
-                "where metric = ? and generation_id in (select unnest(?))",
-                [summary.metric, generation_ids],
-            ).fetchall()
-        }
-        missing = []
-        for row in version_rows:
-            key = (row[0], row[1], row[2])
-            if key not in present:
-                present.add(key)
-                missing.append(row)
-        con.execute(
-            "delete from raw.scores where metric = ? "
-            "and generation_id in (select unnest(?))",
-            [summary.metric, generation_ids],
-        )
-        con.executemany(
-            "insert into raw.scores (generation_id, metric, score, status, "
-            "scorer_version, detail_json, created_at) "
-            "values (?, ?, ?, ?, ?, ?, current_timestamp)",
-            new_scores,
-        )
-        if missing:
-            con.executemany(
-                "insert into raw.score_versions (generation_id, metric, "
-                "scorer_version, score, status, detail_json, source_file_sha256, "
-                "run_id, created_at) "
-                "values (?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
-                missing,
-            )
-        config = {
-            "dataset_id": summary.dataset_id,
-            "metric": summary.metric,
-            "scorer_version": summary.scorer_version,
-            "rescored": summary.rescored,
-            "previous": summary.previous,
-        }
-        con.execute(
-            "insert into raw.runs (run_id, kind, command, config_json, status, "
-            "started_at, finished_at) values (?, 'rescore', 'ragledger rescore', ?, "
-            "'finished', current_timestamp, current_timestamp)",
-            [summary.run_id, canonical_json(config)],
-        )
+        write(con, "raw.scores", SCORE_COLUMNS, new_scores)
+        write(con, "raw.score_versions", SCORE_VERSION_COLUMNS, version_rows)
+        record_run(con, "rescore", "ragledger rescore", config, run_id=summary.run_id)
 
 
 def _stored(

@@ -17,7 +17,12 @@ caller's transaction. Each table has one registration rule:
     with one message naming the way out.
 ``replace``
     The latest row per key wins (the newest outcome of a call, a rerun audit):
-    stored rows with the new keys are deleted first.
+    stored rows with the new keys are deleted first. A table that ``owns``
+    others (an audit its statistics) deletes their rows under the new keys too,
+    so a rerun leaves none of its earlier rows behind.
+``keep``
+    The first row per key stays (a score kept under its scorer version): a key
+    already stored, or given again later in the batch, is skipped.
 
 Every table's stamp column (``loaded_at``, ``created_at``, ...) is set to the
 transaction's ``current_timestamp``.
@@ -48,13 +53,15 @@ class RawTable:
 
     name: str
     key: tuple[str, ...]
-    rule: str  # append, content, register, replace
+    rule: str  # append, content, register, replace, keep
     stamp: str | None = None
     identity: tuple[str, ...] = ()  # register: columns that must agree
     allowed: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     #: register: how a user resolves a conflicting registration
     resolve_hint: str = ""
+    #: replace: tables whose rows under the replaced keys go with them
+    owns: tuple[str, ...] = ()
 
 
 TABLES: dict[str, RawTable] = {
@@ -179,15 +186,23 @@ TABLES: dict[str, RawTable] = {
         RawTable(
             "raw.score_versions",
             ("generation_id", "metric", "scorer_version"),
-            "replace",
+            "keep",
             "created_at",
             allowed={"status": ("ok", "error")},
+            ranges={"score": (0.0, 1.0)},
         ),
         RawTable(
             "raw.panel_definitions", ("panel_definition_name",), "replace", "created_at"
         ),
         RawTable("raw.embeddings", ("model", "text_sha256"), "content", "created_at"),
-        RawTable("analysis.audits", ("audit_id",), "replace"),
+        RawTable(
+            "analysis.audits",
+            ("audit_id",),
+            "replace",
+            "created_at",
+            allowed={"mode": ("panel", "declared-pair", "selection")},
+            owns=("analysis.statistics", "analysis.reader_results"),
+        ),
         RawTable("analysis.statistics", ("audit_id", "statistic"), "replace"),
         RawTable("analysis.reader_results", ("audit_id", "reader_id"), "replace"),
     )
@@ -242,6 +257,8 @@ def write(
     if contract.rule in ("content", "register") and origins is None:
         # the same registration twice in one batch is one registration
         rows = list(dict.fromkeys(tuple(row) for row in rows))
+    if contract.rule == "keep":
+        rows = _first_per_key(contract, columns, rows)
     _check_values(contract, columns, rows, origins)
     view = f"_ragledger_rows_{next(_counter)}"
     con.register(view, _arrow(columns, rows))
@@ -264,6 +281,16 @@ def write_from(
     _check_batch_keys(con, contract, relation, None)
     count = con.execute(f"select count(*) from {relation}").fetchone()[0]
     return _apply(con, contract, tuple(columns), relation, count)
+
+
+def _first_per_key(
+    contract: RawTable, columns: tuple[str, ...], rows: list[Sequence[Any]]
+) -> list[Sequence[Any]]:
+    positions = [columns.index(column) for column in contract.key]
+    first: dict[tuple[Any, ...], Sequence[Any]] = {}
+    for row in rows:
+        first.setdefault(tuple(row[index] for index in positions), row)
+    return list(first.values())
 
 
 def _arrow(columns: Sequence[str], rows: list[Sequence[Any]]) -> pa.Table:
@@ -361,6 +388,10 @@ def _apply(
     keys = _key_list(contract)
     join = " and ".join(f't."{c}" is not distinct from n."{c}"' for c in contract.key)
     exists = f"exists (select 1 from {contract.name} t where {join})"
+    for owned in contract.owns:
+        con.execute(
+            f"delete from {owned} t where exists (select 1 from {relation} n where {join})"
+        )
     stored = con.execute(
         f"select count(*) from {relation} n where {exists}"
     ).fetchone()[0]

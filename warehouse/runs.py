@@ -75,11 +75,47 @@ def finish_run(
 ) -> None:
     """Mark a run ``finished`` or ``failed``, with what it wrote."""
     with transaction(con):
-        con.execute(
-            "update raw.runs set status = ?, finished_at = current_timestamp, "
-            "counts_json = ? where run_id = ?",
-            [status, canonical_json(dict(counts or {})), run_id],
-        )
+        _finish(con, run_id, status, counts)
+
+
+def record_run(
+    con: duckdb.DuckDBPyConnection,
+    kind: str,
+    command: str,
+    config: Mapping[str, Any],
+    *,
+    run_id: str | None = None,
+    counts: Mapping[str, Any] | None = None,
+) -> str:
+    """Record a run that is done with its writes (``finished``), inside the
+    caller's transaction, so the run lands with what it wrote or not at all."""
+    run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
+    row = (
+        run_id,
+        kind,
+        command,
+        canonical_json(dict(config)),
+        None,
+        "running",
+        socket.gethostname(),
+        os.getpid(),
+    )
+    write(con, "raw.runs", RUN_COLUMNS, [row])
+    _finish(con, run_id, "finished", counts)
+    return run_id
+
+
+def _finish(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    status: str,
+    counts: Mapping[str, Any] | None,
+) -> None:
+    con.execute(
+        "update raw.runs set status = ?, finished_at = current_timestamp, "
+        "counts_json = ? where run_id = ?",
+        [status, canonical_json(dict(counts or {})), run_id],
+    )
 
 
 def mark_interrupted(con: duckdb.DuckDBPyConnection) -> int:

@@ -82,10 +82,10 @@ def test_the_scan_finds_each_kind_of_write(tmp_path):
         'B = f"INSERT INTO {table} ({cols}) select * from v"\n'  # 2
         'C = ("insert into analysis.audits "\n'  # 3
         '     "values (1)")\n'
-        'D = "copy raw.items from \'x.parquet\'"\n'  # 5
+        "D = \"copy raw.items from 'x.parquet'\"\n"  # 5
         'E = "create or replace table raw.t as select 1"\n'  # 6
         'F = "insert into staging_rows select 1"\n'  # 7: not ours
-        'G = "copy (select * from raw.items) to \'x.csv\'"\n'  # 8: an export
+        "G = \"copy (select * from raw.items) to 'x.csv'\"\n"  # 8: an export
         'H = "insert or replace into raw.x values (1)"\n'  # 9
     )
     found = writes_outside_the_writer([sample])

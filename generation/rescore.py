@@ -33,7 +33,9 @@ from typing import Any
 
 import duckdb
 
-from generation.scorers import default_scorer, get_scorer
+from generation.judges import VERDICT_COLUMNS
+from generation.scorers import ScoreInput, Scorer, default_scorer, get_scorer
+from generation.scorers.longmemeval import LEGACY_RULES, VerdictError
 from generation.scoring import score_input
 from warehouse import transaction
 from warehouse.errors import WarehouseError
@@ -81,16 +83,13 @@ def rescore(
     """Put ``metric`` of ``dataset_id``'s stored generations on ``scorer``."""
     benchmark = _benchmark(con, dataset_id)
     chosen = get_scorer(scorer) if scorer else default_scorer(benchmark, metric)
-    if chosen.kind != "lexical":
-        raise WarehouseError(
-            f"{chosen.scorer_id} is a judge scorer: its scores come from a model "
-            "call (ragledger replay --judge), not from the stored answer text"
-        )
     if metric not in chosen.rules:
         raise WarehouseError(
             f"scorer {chosen.scorer_id} has no metric {metric!r}; "
             f"it scores {', '.join(sorted(chosen.rules))}"
         )
+    if chosen.kind != "lexical":
+        return _rescore_verdicts(con, dataset_id, metric, chosen, reader_ids, dry_run)
     version = chosen.scorer_id
     rows = _stored(con, dataset_id, metric, reader_ids)
     run_id = "rescore-" + uuid.uuid4().hex[:16]
@@ -144,11 +143,124 @@ def rescore(
     return summary
 
 
+def _rescore_verdicts(
+    con: duckdb.DuckDBPyConnection,
+    dataset_id: str,
+    metric: str,
+    chosen: Scorer,
+    reader_ids: list[str] | None,
+    dry_run: bool,
+) -> RescoreSummary:
+    """Put stored judge verdicts on ``chosen``'s rule, from the replies kept in
+    ``raw.judge_verdicts``: no model call. The score's version
+    ``judge:ID:RULE:PROMPT`` keeps its judge and prompt and takes the new rule;
+    the verdict row takes the new verdict (its reply is kept)."""
+    rows = [
+        row
+        for row in _stored_verdicts(con, dataset_id, metric, reader_ids)
+        if _rule_of(row["scorer_version"]).split("@")[0] == chosen.name
+    ]
+    if not rows:
+        raise WarehouseError(
+            f"{chosen.scorer_id} is a judge scorer: dataset {dataset_id!r} has no "
+            f"stored {metric!r} verdicts of a {chosen.name} judge to rescore; its "
+            "scores come from a model call (ragledger replay --judge)"
+        )
+    run_id = "rescore-" + uuid.uuid4().hex[:16]
+    new_scores: list[list[Any]] = []
+    kept: list[list[Any]] = []
+    verdicts: list[list[Any]] = []
+    previous: dict[str, int] = {}
+    unchanged = no_text = values_changed = 0
+    for row in rows:
+        old = row["scorer_version"]
+        if _rule_of(old) == chosen.scorer_id:
+            unchanged += 1
+            continue
+        detail = _json(row["detail_json"], "detail_json", row) or {}
+        value, status, error = row["score"], row["score_status"], None
+        if "judge_call_id" in detail:  # an empty answer scores 0 with no call
+            if row["v_reply"] is None:
+                no_text += 1  # the call failed: nothing to parse
+                continue
+            try:
+                value = chosen.score(metric, ScoreInput(row["v_reply"], ("",)))
+                status = "ok"
+            except VerdictError as problem:
+                value, status, error = None, "error", str(problem)
+            verdicts.append(
+                [row[f"v_{column}"] for column in VERDICT_COLUMNS[:8]]
+                + [value, status, error, row["v_attempts"], row["v_run_id"]]
+            )
+        previous[old] = previous.get(old, 0) + 1
+        values_changed += (value, status) != (row["score"], row["score_status"])
+        kept.append(
+            [
+                row["generation_id"], metric, old, row["score"], row["score_status"],
+                row["detail_json"] or "{}", row["source_file_sha256"], run_id,
+            ]
+        )  # fmt: skip
+        prefix, _rule, prompt = old.rsplit(":", 2)
+        new_detail = canonical_json({**detail, "rescored_from": old, "run_id": run_id})
+        new_scores.append(
+            [
+                row["generation_id"], metric, value, status,
+                f"{prefix}:{chosen.scorer_id}:{prompt}", new_detail,
+            ]
+        )  # fmt: skip
+    summary = RescoreSummary(
+        run_id=run_id,
+        dataset_id=dataset_id,
+        metric=metric,
+        scorer_version=chosen.scorer_id,
+        generations=len(rows),
+        rescored=len(new_scores),
+        unchanged=unchanged,
+        no_text=no_text,
+        values_changed=values_changed,
+        previous=dict(sorted(previous.items())),
+    )
+    if not dry_run and new_scores:
+        _write(con, summary, new_scores, kept, verdicts)
+    return summary
+
+
+def _rule_of(version: str) -> str:
+    """The verdict rule of a judge score version ``judge:ID:RULE:PROMPT``."""
+    rule = version.rsplit(":", 2)[-2] if version.count(":") >= 3 else ""
+    return LEGACY_RULES.get(rule, rule)
+
+
+def _stored_verdicts(
+    con: duckdb.DuckDBPyConnection,
+    dataset_id: str,
+    metric: str,
+    reader_ids: list[str] | None,
+) -> list[dict[str, Any]]:
+    verdict_columns = ", ".join(f"v.{name} as v_{name}" for name in VERDICT_COLUMNS)
+    query = (
+        "select s.generation_id, g.item_id, s.score, s.status as score_status, "
+        f"s.scorer_version, s.detail_json, s.source_file_sha256, {verdict_columns} "
+        "from raw.scores s join raw.generations g on g.generation_id = s.generation_id "
+        "left join raw.judge_verdicts v on v.judge_call_id = "
+        "json_extract_string(s.detail_json, '$.judge_call_id') "
+        "where g.dataset_id = ? and s.metric = ? and s.scorer_version like 'judge:%'"
+    )
+    params: list[Any] = [dataset_id, metric]
+    if reader_ids:
+        query += " and g.reader_id in (select unnest(?))"
+        params.append(list(reader_ids))
+    cursor = con.execute(query + " order by s.generation_id", params)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
+
 def _write(
     con: duckdb.DuckDBPyConnection,
     summary: RescoreSummary,
     new_scores: list[list[Any]],
     kept: list[list[Any]],
+    verdicts: list[list[Any]] = (),
 ) -> None:
     # raw.score_versions keeps the first row per (generation, metric, version):
     # a version already kept (the imported score, an earlier rescore) stays.
@@ -166,6 +278,7 @@ def _write(
     with transaction(con):
         write(con, "raw.scores", SCORE_COLUMNS, new_scores)
         write(con, "raw.score_versions", SCORE_VERSION_COLUMNS, version_rows)
+        write(con, "raw.judge_verdicts", VERDICT_COLUMNS, verdicts)
         record_run(con, "rescore", "ragledger rescore", config, run_id=summary.run_id)
 
 

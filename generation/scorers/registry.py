@@ -24,18 +24,19 @@ from warehouse.errors import WarehouseError
 from warehouse.text_rules import benchmark_name
 
 SCORERS: dict[str, Scorer] = {
-    module.SCORER.scorer_id: module.SCORER
-    for module in (
-        hotpotqa,
-        musique,
-        squad,
-        triviaqa,
-        nq_open,
-        babilong,
-        nolima,
-        ragledger,
-        longmemeval,
-        loong,
+    scorer.scorer_id: scorer
+    for scorer in (
+        hotpotqa.SCORER,
+        musique.SCORER,
+        squad.SCORER,
+        triviaqa.SCORER,
+        nq_open.SCORER,
+        babilong.SCORER,
+        nolima.SCORER,
+        ragledger.SCORER,
+        longmemeval.SCORER,
+        longmemeval.STRICT_SCORER,
+        loong.SCORER,
     )
 }
 
@@ -57,7 +58,7 @@ BENCHMARK_DEFAULTS: dict[str, dict[str, str]] = {
     "squad": {"exact_match": "squad-v1.1@1", "token_f1": "squad-v1.1@1"},
     "babilong": {"label": "babilong-official@1"},
     "nolima": {"contains": "nolima-contains@1"},
-    "longmemeval": {"judge_match": "longmemeval-anscheck@1"},
+    "longmemeval": {"judge_match": longmemeval.SCORER.scorer_id},
     "loong": {"perfect_rate": "loong-judge@1"},
 }
 

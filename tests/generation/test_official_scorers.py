@@ -286,6 +286,21 @@ def test_longmemeval_verdicts_are_strict_where_upstream_is_loose():
         scorer.score("judge_match", ScoreInput("not yes", ("x",)))
 
 
+def test_longmemeval_default_verdict_is_upstreams_label():
+    official = _load("longmemeval_evaluate_qa")
+    scorer = get_scorer("longmemeval-anscheck@2")
+    rng = random.Random(23)
+    bits = ["yes", "Yes", "YES", "no", "No", "not", "eyes", "y", "es", ",", ".", "!",
+            " ", "\n", "**", "correct", "The response is", "Answer:"]  # fmt: skip
+    replies = ["", "yes", "No.", "Yes, the response is correct.", "not yes", "yEs"]
+    replies += [
+        "".join(rng.choice(bits) for _ in range(rng.randint(0, 6))) for _ in range(2400)
+    ]
+    for reply in replies:
+        ours = scorer.score("judge_match", ScoreInput(reply, ("x",)))
+        assert ours == float(official.upstream_label(reply)), reply
+
+
 def _loong_replies(seed: int, n: int) -> list[str]:
     rng = random.Random(seed)
     bits = ["Rating: ", "[[", "]]", "[", "]", "100", "95.5", "0", ".5", "101", "1",
@@ -352,7 +367,7 @@ def test_loong_judge_prompt_matches_get_evaluate_prompts():
         ("nq", "exact_match", "nq-open-orqa@1"),
         ("babilong", "label", "babilong-official@1"),
         ("nolima", "contains", "nolima-contains@1"),
-        ("longmemeval", "judge_match", "longmemeval-anscheck@1"),
+        ("longmemeval", "judge_match", "longmemeval-anscheck@2"),
         ("loong", "perfect_rate", "loong-judge@1"),
         (None, "token_f1", "hotpotqa-official@1"),
         ("hotpotqa", "contains", "ragledger-contains@1"),

@@ -34,6 +34,7 @@ from typing import Any
 import duckdb
 
 from generation.judges import VERDICT_COLUMNS
+from generation.runner import SCORE_COLUMNS
 from generation.scorers import ScoreInput, Scorer, default_scorer, get_scorer
 from generation.scorers.longmemeval import LEGACY_RULES, VerdictError
 from generation.scoring import score_input
@@ -43,9 +44,6 @@ from warehouse.hashing import canonical_json
 from warehouse.raw_tables import write
 from warehouse.runs import record_run
 
-SCORE_COLUMNS = (
-    "generation_id", "metric", "score", "status", "scorer_version", "detail_json",
-)  # fmt: skip
 SCORE_VERSION_COLUMNS = (
     "generation_id", "metric", "scorer_version", "score", "status", "detail_json",
     "source_file_sha256", "run_id",
@@ -88,21 +86,85 @@ def rescore(
             f"scorer {chosen.scorer_id} has no metric {metric!r}; "
             f"it scores {', '.join(sorted(chosen.rules))}"
         )
-    if chosen.kind != "lexical":
-        return _rescore_verdicts(con, dataset_id, metric, chosen, reader_ids, dry_run)
+    if chosen.kind == "lexical":
+        changes = _rescore_answers(
+            chosen, metric, _stored(con, dataset_id, metric, reader_ids)
+        )
+    else:
+        verdicts = _stored_verdicts(con, dataset_id, metric, reader_ids)
+        changes = _rescore_verdicts(chosen, metric, verdicts, dataset_id)
+    summary = RescoreSummary(
+        run_id=changes.run_id,
+        dataset_id=dataset_id,
+        metric=metric,
+        scorer_version=chosen.scorer_id,
+        generations=changes.generations,
+        rescored=len(changes.new_scores),
+        unchanged=changes.unchanged,
+        no_text=changes.no_text,
+        values_changed=changes.values_changed,
+        previous=dict(sorted(changes.previous.items())),
+    )
+    if not dry_run and changes.new_scores:
+        _write(con, summary, changes)
+    return summary
+
+
+@dataclass
+class _Changes:
+    """The rows one rescore writes, and its counts."""
+
+    metric: str
+    generations: int
+    run_id: str = field(default_factory=lambda: "rescore-" + uuid.uuid4().hex[:16])
+    new_scores: list[list[Any]] = field(default_factory=list)
+    kept: list[list[Any]] = field(default_factory=list)
+    verdicts: list[list[Any]] = field(default_factory=list)
+    previous: dict[str, int] = field(default_factory=dict)
+    unchanged: int = 0
+    no_text: int = 0
+    values_changed: int = 0
+
+    def move(
+        self,
+        row: dict[str, Any],
+        value: float | None,
+        status: str,
+        version: str,
+        detail: dict[str, Any],
+    ) -> None:
+        """``row``'s score replaced by ``value`` under ``version``; the old one kept."""
+        old = row["scorer_version"]
+        if old is not None:
+            self.previous[old] = self.previous.get(old, 0) + 1
+            self.kept.append(
+                [
+                    row["generation_id"], self.metric, old, row["score"],
+                    row["score_status"], row["detail_json"] or "{}",
+                    row["source_file_sha256"], self.run_id,
+                ]
+            )  # fmt: skip
+            if row["score"] is None or value != row["score"]:
+                self.values_changed += 1
+        detail = {**detail, "rescored_from": old, "run_id": self.run_id}
+        self.new_scores.append(
+            [row["generation_id"], self.metric, value, status, version,
+             canonical_json(detail)]
+        )  # fmt: skip
+
+
+def _rescore_answers(
+    chosen: Scorer, metric: str, rows: list[dict[str, Any]]
+) -> _Changes:
+    """Score the stored answer texts again under ``chosen``."""
     version = chosen.scorer_id
-    rows = _stored(con, dataset_id, metric, reader_ids)
-    run_id = "rescore-" + uuid.uuid4().hex[:16]
-    new_scores: list[list[Any]] = []
-    kept: list[list[Any]] = []
-    previous: dict[str, int] = {}
-    unchanged = no_text = values_changed = 0
+    changes = _Changes(metric, len(rows))
     for row in rows:
         if row["scorer_version"] == version and row["score_status"] == "ok":
-            unchanged += 1
+            changes.unchanged += 1
             continue
         if row["answer"] is None and row["scorer_version"] is not None:
-            no_text += 1  # an imported score whose answer text was never stored
+            changes.no_text += 1  # an imported score whose answer text was never stored
             continue
         item = score_input(
             row["answer"],
@@ -111,53 +173,20 @@ def rescore(
             question_type=row["question_type"],
             metadata=_json(row["metadata_json"], "metadata_json", row),
         )
-        value = chosen.score(metric, item)
-        old = row["scorer_version"]
-        if old is not None:
-            previous[old] = previous.get(old, 0) + 1
-            kept.append(
-                [
-                    row["generation_id"], metric, old, row["score"],
-                    row["score_status"], row["detail_json"] or "{}",
-                    row["source_file_sha256"], run_id,
-                ]
-            )  # fmt: skip
-            if row["score"] is None or value != row["score"]:
-                values_changed += 1
-        detail = canonical_json({"rescored_from": old, "run_id": run_id})
-        new_scores.append([row["generation_id"], metric, value, "ok", version, detail])
-    summary = RescoreSummary(
-        run_id=run_id,
-        dataset_id=dataset_id,
-        metric=metric,
-        scorer_version=version,
-        generations=len(rows),
-        rescored=len(new_scores),
-        unchanged=unchanged,
-        no_text=no_text,
-        values_changed=values_changed,
-        previous=dict(sorted(previous.items())),
-    )
-    if not dry_run and new_scores:
-        _write(con, summary, new_scores, kept)
-    return summary
+        changes.move(row, chosen.score(metric, item), "ok", version, {})
+    return changes
 
 
 def _rescore_verdicts(
-    con: duckdb.DuckDBPyConnection,
-    dataset_id: str,
-    metric: str,
-    chosen: Scorer,
-    reader_ids: list[str] | None,
-    dry_run: bool,
-) -> RescoreSummary:
+    chosen: Scorer, metric: str, stored: list[dict[str, Any]], dataset_id: str
+) -> _Changes:
     """Put stored judge verdicts on ``chosen``'s rule, from the replies kept in
     ``raw.judge_verdicts``: no model call. The score's version
     ``judge:ID:RULE:PROMPT`` keeps its judge and prompt and takes the new rule;
     the verdict row takes the new verdict (its reply is kept)."""
     rows = [
         row
-        for row in _stored_verdicts(con, dataset_id, metric, reader_ids)
+        for row in stored
         if _rule_of(row["scorer_version"]).split("@")[0] == chosen.name
     ]
     if not rows:
@@ -166,63 +195,32 @@ def _rescore_verdicts(
             f"stored {metric!r} verdicts of a {chosen.name} judge to rescore; its "
             "scores come from a model call (ragledger replay --judge)"
         )
-    run_id = "rescore-" + uuid.uuid4().hex[:16]
-    new_scores: list[list[Any]] = []
-    kept: list[list[Any]] = []
-    verdicts: list[list[Any]] = []
-    previous: dict[str, int] = {}
-    unchanged = no_text = values_changed = 0
+    changes = _Changes(metric, len(rows))
     for row in rows:
         old = row["scorer_version"]
         if _rule_of(old) == chosen.scorer_id:
-            unchanged += 1
+            changes.unchanged += 1
             continue
         detail = _json(row["detail_json"], "detail_json", row) or {}
         value, status, error = row["score"], row["score_status"], None
         if "judge_call_id" in detail:  # an empty answer scores 0 with no call
             if row["v_reply"] is None:
-                no_text += 1  # the call failed: nothing to parse
+                changes.no_text += 1  # the call failed: nothing to parse
                 continue
             try:
                 value = chosen.score(metric, ScoreInput(row["v_reply"], ("",)))
                 status = "ok"
             except VerdictError as problem:
                 value, status, error = None, "error", str(problem)
-            verdicts.append(
+            changes.verdicts.append(
                 [row[f"v_{column}"] for column in VERDICT_COLUMNS[:8]]
                 + [value, status, error, row["v_attempts"], row["v_run_id"]]
             )
-        previous[old] = previous.get(old, 0) + 1
-        values_changed += (value, status) != (row["score"], row["score_status"])
-        kept.append(
-            [
-                row["generation_id"], metric, old, row["score"], row["score_status"],
-                row["detail_json"] or "{}", row["source_file_sha256"], run_id,
-            ]
-        )  # fmt: skip
         prefix, _rule, prompt = old.rsplit(":", 2)
-        new_detail = canonical_json({**detail, "rescored_from": old, "run_id": run_id})
-        new_scores.append(
-            [
-                row["generation_id"], metric, value, status,
-                f"{prefix}:{chosen.scorer_id}:{prompt}", new_detail,
-            ]
-        )  # fmt: skip
-    summary = RescoreSummary(
-        run_id=run_id,
-        dataset_id=dataset_id,
-        metric=metric,
-        scorer_version=chosen.scorer_id,
-        generations=len(rows),
-        rescored=len(new_scores),
-        unchanged=unchanged,
-        no_text=no_text,
-        values_changed=values_changed,
-        previous=dict(sorted(previous.items())),
-    )
-    if not dry_run and new_scores:
-        _write(con, summary, new_scores, kept, verdicts)
-    return summary
+        changes.move(
+            row, value, status, f"{prefix}:{chosen.scorer_id}:{prompt}", detail
+        )
+    return changes
 
 
 def _rule_of(version: str) -> str:
@@ -246,27 +244,33 @@ def _stored_verdicts(
         "json_extract_string(s.detail_json, '$.judge_call_id') "
         "where g.dataset_id = ? and s.metric = ? and s.scorer_version like 'judge:%'"
     )
-    params: list[Any] = [dataset_id, metric]
+    return _select(con, query, [dataset_id, metric], reader_ids)
+
+
+def _select(
+    con: duckdb.DuckDBPyConnection,
+    query: str,
+    params: list[Any],
+    reader_ids: list[str] | None,
+) -> list[dict[str, Any]]:
+    """Rows of ``query`` (over ``g``: raw.generations) as dicts, by generation,
+    for ``reader_ids`` only when given."""
     if reader_ids:
         query += " and g.reader_id in (select unnest(?))"
-        params.append(list(reader_ids))
-    cursor = con.execute(query + " order by s.generation_id", params)
+        params = [*params, list(reader_ids)]
+    cursor = con.execute(query + " order by g.generation_id", params)
     names = [column[0] for column in cursor.description]
     return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
 
 def _write(
-    con: duckdb.DuckDBPyConnection,
-    summary: RescoreSummary,
-    new_scores: list[list[Any]],
-    kept: list[list[Any]],
-    verdicts: list[list[Any]] = (),
+    con: duckdb.DuckDBPyConnection, summary: RescoreSummary, changes: _Changes
 ) -> None:
     # raw.score_versions keeps the first row per (generation, metric, version):
     # a version already kept (the imported score, an earlier rescore) stays.
-    version_rows = kept + [
+    version_rows = changes.kept + [
         [gid, metric, version, value, status, detail, None, summary.run_id]
-        for gid, metric, value, status, version, detail in new_scores
+        for gid, metric, value, status, version, detail in changes.new_scores
     ]
     config = {
         "dataset_id": summary.dataset_id,
@@ -276,9 +280,9 @@ def _write(
         "previous": summary.previous,
     }
     with transaction(con):
-        write(con, "raw.scores", SCORE_COLUMNS, new_scores)
+        write(con, "raw.scores", SCORE_COLUMNS, changes.new_scores)
         write(con, "raw.score_versions", SCORE_VERSION_COLUMNS, version_rows)
-        write(con, "raw.judge_verdicts", VERDICT_COLUMNS, verdicts)
+        write(con, "raw.judge_verdicts", VERDICT_COLUMNS, changes.verdicts)
         record_run(con, "rescore", "ragledger rescore", config, run_id=summary.run_id)
 
 
@@ -298,13 +302,7 @@ def _stored(
         "left join raw.scores s on s.generation_id = g.generation_id and s.metric = ? "
         "where g.dataset_id = ? and g.status in ('ok', 'empty')"
     )
-    params: list[Any] = [metric, dataset_id]
-    if reader_ids:
-        query += " and g.reader_id in (select unnest(?))"
-        params.append(list(reader_ids))
-    cursor = con.execute(query + " order by g.generation_id", params)
-    names = [column[0] for column in cursor.description]
-    rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+    rows = _select(con, query, [metric, dataset_id], reader_ids)
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["generation_id"]] = counts.get(row["generation_id"], 0) + 1

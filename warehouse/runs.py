@@ -47,23 +47,7 @@ def start_run(
     run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
     with transaction(con):
         mark_interrupted(con)
-        write(
-            con,
-            "raw.runs",
-            RUN_COLUMNS,
-            [
-                (
-                    run_id,
-                    kind,
-                    command,
-                    canonical_json(dict(config)),
-                    code_version,
-                    "running",
-                    socket.gethostname(),
-                    os.getpid(),
-                )
-            ],
-        )
+        _start(con, run_id, kind, command, config, code_version)
     return run_id
 
 
@@ -90,19 +74,22 @@ def record_run(
     """Record a run that is done with its writes (``finished``), inside the
     caller's transaction, so the run lands with what it wrote or not at all."""
     run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
-    row = (
-        run_id,
-        kind,
-        command,
-        canonical_json(dict(config)),
-        None,
-        "running",
-        socket.gethostname(),
-        os.getpid(),
-    )
-    write(con, "raw.runs", RUN_COLUMNS, [row])
+    _start(con, run_id, kind, command, config, None)
     _finish(con, run_id, "finished", counts)
     return run_id
+
+
+def _start(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    kind: str,
+    command: str,
+    config: Mapping[str, Any],
+    code_version: str | None,
+) -> None:
+    row = (run_id, kind, command, canonical_json(dict(config)), code_version,
+           "running", socket.gethostname(), os.getpid())  # fmt: skip
+    write(con, "raw.runs", RUN_COLUMNS, [row])
 
 
 def _finish(

@@ -16,8 +16,7 @@ from ragledger.cli.console import print_fields
 @click.option(
     "--metric",
     required=True,
-    help="Metric to rescore: exact_match, token_f1, contains, label, or judge_match "
-    "(LongMemEval verdicts, re-read from the stored judge replies).",
+    help="Metric to rescore: exact_match, token_f1, contains, label or judge_match.",
 )
 @click.option(
     "--scorer",

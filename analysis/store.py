@@ -24,6 +24,7 @@ import numpy as np
 from analysis.results import PanelAudit, StatRow, jsonable
 from analysis.summary_json import dumps
 from analysis.version import CODE_VERSION
+from warehouse import raw_tables
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_json
 
@@ -31,19 +32,8 @@ if TYPE_CHECKING:
     from analysis.declared_pair import DeclaredPairResult
     from analysis.selection import SelectionResult
 
-AUDIT_COLUMNS = (
-    "audit_id", "panel_id", "panel_name", "metric", "mode", "declared_pair",
-    "input_fingerprint", "code_version", "seed", "settings_json", "summary_json",
-)  # fmt: skip
-STATISTIC_COLUMNS = (
-    "audit_id", "panel_id", "metric", "statistic", "estimate", "interval_low",
-    "interval_high", "reason", "counts_json", "seed", "draws", "input_fingerprint",
-    "code_version",
-)  # fmt: skip
-READER_COLUMNS = (
-    "audit_id", "panel_id", "reader_id", "reader_family", "raw_mean",
-    "compressed_mean", "gain", "rescue", "damage", "cells", "code_version",
-)  # fmt: skip
+#: analysis.audits rows as built here; snapshot_id is added when the table has it.
+AUDIT_COLUMNS = tuple(c for c in raw_tables.AUDIT_COLUMNS if c != "snapshot_id")
 
 
 def audit_key(panel_id: str, mode: str, pair: tuple[str, str] | None = None) -> str:
@@ -67,7 +57,7 @@ def table_rows(
     draws: int,
     fingerprint: str,
 ) -> list[tuple[Any, ...]]:
-    """``analysis.statistics`` rows in :data:`STATISTIC_COLUMNS` order.
+    """``analysis.statistics`` rows in :data:`warehouse.raw_tables.STATISTIC_COLUMNS` order.
 
     Non-finite numbers become NULL; an undefined estimate keeps its reason
     ("undefined" when nobody gave one). A repeated statistic name within one
@@ -272,7 +262,6 @@ def write_tables(
     two audits of the same inputs.
     """
     from warehouse import transaction
-    from warehouse.raw_tables import write
 
     rows = build_rows(audits, pairs=pairs, selections=selections)
     with_snapshot = _has_column(con, "analysis", "audits", "snapshot_id")
@@ -286,7 +275,14 @@ def write_tables(
         audit_rows = [(*row, snapshot_id) for row in rows.audits]
     with transaction(con):
         # analysis.audits owns the other two: its replace drops their old rows
-        write(con, "analysis.audits", audit_columns, audit_rows)
-        write(con, "analysis.statistics", STATISTIC_COLUMNS, rows.statistics)
-        write(con, "analysis.reader_results", READER_COLUMNS, rows.readers)
+        raw_tables.write(con, "analysis.audits", audit_columns, audit_rows)
+        raw_tables.write(
+            con, "analysis.statistics", raw_tables.STATISTIC_COLUMNS, rows.statistics
+        )
+        raw_tables.write(
+            con,
+            "analysis.reader_results",
+            raw_tables.READER_RESULT_COLUMNS,
+            rows.readers,
+        )
     return len(rows.statistics)

@@ -62,7 +62,25 @@ class RawTable:
     resolve_hint: str = ""
     #: replace: tables whose rows under the replaced keys go with them
     owns: tuple[str, ...] = ()
+    #: the columns a writer gives, in row order, stamp left out (empty: not declared)
+    columns: tuple[str, ...] = ()
 
+
+#: The analysis tables' row layouts (stamp left out).
+AUDIT_COLUMNS = (
+    "audit_id", "panel_id", "panel_name", "metric", "mode",
+    "declared_pair", "input_fingerprint", "code_version", "seed",
+    "settings_json", "summary_json", "snapshot_id",
+)  # fmt: skip
+STATISTIC_COLUMNS = (
+    "audit_id", "panel_id", "metric", "statistic", "estimate",
+    "interval_low", "interval_high", "reason", "counts_json", "seed",
+    "draws", "input_fingerprint", "code_version",
+)  # fmt: skip
+READER_RESULT_COLUMNS = (
+    "audit_id", "panel_id", "reader_id", "reader_family", "raw_mean",
+    "compressed_mean", "gain", "rescue", "damage", "cells", "code_version",
+)  # fmt: skip
 
 TABLES: dict[str, RawTable] = {
     table.name: table
@@ -202,9 +220,20 @@ TABLES: dict[str, RawTable] = {
             "created_at",
             allowed={"mode": ("panel", "declared-pair", "selection")},
             owns=("analysis.statistics", "analysis.reader_results"),
+            columns=AUDIT_COLUMNS,
         ),
-        RawTable("analysis.statistics", ("audit_id", "statistic"), "replace"),
-        RawTable("analysis.reader_results", ("audit_id", "reader_id"), "replace"),
+        RawTable(
+            "analysis.statistics",
+            ("audit_id", "statistic"),
+            "replace",
+            columns=STATISTIC_COLUMNS,
+        ),
+        RawTable(
+            "analysis.reader_results",
+            ("audit_id", "reader_id"),
+            "replace",
+            columns=READER_RESULT_COLUMNS,
+        ),
     )
 }
 
@@ -247,6 +276,12 @@ def write(
     if not rows:
         return WriteResult(0)
     columns = tuple(columns)
+    unknown = [c for c in columns if contract.columns and c not in contract.columns]
+    if unknown:
+        raise WarehouseError(
+            f"{name}: no column(s) {', '.join(unknown)}; "
+            f"its columns: {', '.join(contract.columns)}"
+        )
     for column, default in KEY_DEFAULTS.items():
         if column in contract.key and column not in columns:
             columns += (column,)

@@ -165,3 +165,28 @@ def test_an_audit_replaced_takes_its_old_statistics_with_it():
         raw_tables.write(
             con, "analysis.audits", AUDIT, [("z", "p", "bogus", "f", "v", "{}", "{}")]
         )
+
+
+def test_declared_contract_columns_are_the_tables_columns():
+    con = warehouse.connect(":memory:")
+    declared = [t for t in raw_tables.TABLES.values() if t.columns]
+    assert {t.name for t in declared} >= {
+        "analysis.audits",
+        "analysis.statistics",
+        "analysis.reader_results",
+    }
+    for contract in declared:
+        schema, name = contract.name.split(".")
+        stored = {
+            column
+            for (column,) in con.execute(
+                "select column_name from information_schema.columns "
+                "where table_schema = ? and table_name = ?",
+                [schema, name],
+            ).fetchall()
+        }
+        assert set(contract.columns) | {contract.stamp} - {None} == stored, (
+            contract.name
+        )
+    with pytest.raises(WarehouseError, match="no column.*bogus"):
+        raw_tables.write(con, "analysis.statistics", ("audit_id", "bogus"), [("a", 1)])

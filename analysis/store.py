@@ -24,7 +24,7 @@ import numpy as np
 from analysis.results import PanelAudit, StatRow, jsonable
 from analysis.summary_json import dumps
 from analysis.version import CODE_VERSION
-from warehouse import raw_tables
+from warehouse import raw_tables, table_contracts
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_json
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from analysis.selection import SelectionResult
 
 #: analysis.audits rows as built here; snapshot_id is added when the table has it.
-AUDIT_COLUMNS = tuple(c for c in raw_tables.AUDIT_COLUMNS if c != "snapshot_id")
+AUDIT_COLUMNS = tuple(c for c in table_contracts.AUDIT_COLUMNS if c != "snapshot_id")
 
 
 def audit_key(panel_id: str, mode: str, pair: tuple[str, str] | None = None) -> str:
@@ -57,7 +57,7 @@ def table_rows(
     draws: int,
     fingerprint: str,
 ) -> list[tuple[Any, ...]]:
-    """``analysis.statistics`` rows in :data:`warehouse.raw_tables.STATISTIC_COLUMNS` order.
+    """``analysis.statistics`` rows in :data:`warehouse.table_contracts.STATISTIC_COLUMNS` order.
 
     Non-finite numbers become NULL; an undefined estimate keeps its reason
     ("undefined" when nobody gave one). A repeated statistic name within one
@@ -277,12 +277,15 @@ def write_tables(
         # analysis.audits owns the other two: its replace drops their old rows
         raw_tables.write(con, "analysis.audits", audit_columns, audit_rows)
         raw_tables.write(
-            con, "analysis.statistics", raw_tables.STATISTIC_COLUMNS, rows.statistics
+            con,
+            "analysis.statistics",
+            table_contracts.STATISTIC_COLUMNS,
+            rows.statistics,
         )
         raw_tables.write(
             con,
             "analysis.reader_results",
-            raw_tables.READER_RESULT_COLUMNS,
+            table_contracts.READER_RESULT_COLUMNS,
             rows.readers,
         )
     return len(rows.statistics)

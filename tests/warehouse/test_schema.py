@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 import warehouse
-from warehouse import raw_tables, schema
+from warehouse import raw_tables, schema, table_contracts
 from warehouse.errors import WarehouseError
 
 
@@ -169,7 +169,7 @@ def test_an_audit_replaced_takes_its_old_statistics_with_it():
 
 def test_declared_contract_columns_are_the_tables_columns():
     con = warehouse.connect(":memory:")
-    declared = [t for t in raw_tables.TABLES.values() if t.columns]
+    declared = [t for t in table_contracts.TABLES.values() if t.columns]
     assert {t.name for t in declared} >= {
         "analysis.audits",
         "analysis.statistics",

@@ -91,7 +91,7 @@ def rescore(
             chosen, metric, _stored(con, dataset_id, metric, reader_ids)
         )
     else:
-        verdicts = _stored_verdicts(con, dataset_id, metric, reader_ids)
+        verdicts = _stored(con, dataset_id, metric, reader_ids, judged=True)
         changes = _rescore_verdicts(chosen, metric, verdicts, dataset_id)
     summary = RescoreSummary(
         run_id=changes.run_id,
@@ -229,22 +229,15 @@ def _rule_of(version: str) -> str:
     return LEGACY_RULES.get(rule, rule)
 
 
-def _stored_verdicts(
-    con: duckdb.DuckDBPyConnection,
-    dataset_id: str,
-    metric: str,
-    reader_ids: list[str] | None,
-) -> list[dict[str, Any]]:
-    verdict_columns = ", ".join(f"v.{name} as v_{name}" for name in VERDICT_COLUMNS)
-    query = (
-        "select s.generation_id, g.item_id, s.score, s.status as score_status, "
-        f"s.scorer_version, s.detail_json, s.source_file_sha256, {verdict_columns} "
-        "from raw.scores s join raw.generations g on g.generation_id = s.generation_id "
-        "left join raw.judge_verdicts v on v.judge_call_id = "
-        "json_extract_string(s.detail_json, '$.judge_call_id') "
-        "where g.dataset_id = ? and s.metric = ? and s.scorer_version like 'judge:%'"
-    )
-    return _select(con, query, [dataset_id, metric], reader_ids)
+_JUDGED = (
+    "select s.generation_id, g.item_id, s.score, s.status as score_status, "
+    "s.scorer_version, s.detail_json, s.source_file_sha256, "
+    + ", ".join(f"v.{name} as v_{name}" for name in VERDICT_COLUMNS)
+    + " from raw.scores s join raw.generations g on g.generation_id = s.generation_id "
+    "left join raw.judge_verdicts v on v.judge_call_id = "
+    "json_extract_string(s.detail_json, '$.judge_call_id') "
+    "where s.metric = ? and g.dataset_id = ? and s.scorer_version like 'judge:%'"
+)
 
 
 def _select(
@@ -291,16 +284,24 @@ def _stored(
     dataset_id: str,
     metric: str,
     reader_ids: list[str] | None,
+    *,
+    judged: bool = False,
 ) -> list[dict[str, Any]]:
+    """Each stored generation's answer and item with its ``metric`` score; with
+    ``judged``, each judge score of ``metric`` with its verdict row (``v_*``)."""
     query = (
-        "select g.generation_id, g.item_id, g.answer, g.status as generation_status, "
-        "i.question, i.reference_answers_json, i.question_type, i.metadata_json, "
-        "s.score, s.status as score_status, s.scorer_version, s.detail_json, "
-        "s.source_file_sha256 "
-        "from raw.generations g "
-        "join raw.items i on i.dataset_id = g.dataset_id and i.item_id = g.item_id "
-        "left join raw.scores s on s.generation_id = g.generation_id and s.metric = ? "
-        "where g.dataset_id = ? and g.status in ('ok', 'empty')"
+        _JUDGED
+        if judged
+        else (
+            "select g.generation_id, g.item_id, g.answer, g.status as generation_status, "
+            "i.question, i.reference_answers_json, i.question_type, i.metadata_json, "
+            "s.score, s.status as score_status, s.scorer_version, s.detail_json, "
+            "s.source_file_sha256 "
+            "from raw.generations g "
+            "join raw.items i on i.dataset_id = g.dataset_id and i.item_id = g.item_id "
+            "left join raw.scores s on s.generation_id = g.generation_id and s.metric = ? "
+            "where g.dataset_id = ? and g.status in ('ok', 'empty')"
+        )
     )
     rows = _select(con, query, [metric, dataset_id], reader_ids)
     counts: dict[str, int] = {}

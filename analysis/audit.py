@@ -42,7 +42,11 @@ from analysis.rank_groups import rank_groups
 from analysis.resolution import resolution_cost
 from analysis.results import jsonable
 from analysis.retention import endpoint_retention, retention_bootstrap
-from analysis.selection import SELECTION_DRAWS, SELECTION_SEED, SelectionResult
+from analysis.selection import (
+    SELECTION_BOOTSTRAP_SEED,
+    SELECTION_DRAWS,
+    SelectionResult,
+)
 from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings, InvalidSetting
 from analysis.split_pass import FlipReplay, split_audit
 from analysis.store import audit_key, table_rows, write_tables
@@ -333,7 +337,7 @@ def audit_warehouse(
     stratify_by: str | None = None,
     cluster_by: str | None = None,
     selection_draws: int = SELECTION_DRAWS,
-    selection_seed: int = SELECTION_SEED,
+    selection_seed: int = SELECTION_BOOTSTRAP_SEED,
     snapshot_id: int | None = None,
     at: int | None = None,
     declared: Sequence[str] = (),

@@ -22,19 +22,9 @@ import numpy as np
 
 from analysis.panel import PanelArrays, cells_to_arrays
 from warehouse.errors import InputError
+from warehouse.file_formats import PAIRED_SCORES_AUDIT_REQUIRED as REQUIRED
 from warehouse.files import jsonl_records, read_csv
 
-REQUIRED = (
-    "example_id",
-    "reader",
-    "reader_family",
-    "raw_score",
-    "compressed_score",
-    "candidate_pool_id",
-    "compressed_artifact_hash",
-    "raw_policy_id",
-    "metric",
-)
 #: Columns ragscale writes that are never hint fields.
 KNOWN_COLUMNS = {
     *REQUIRED,

@@ -32,7 +32,8 @@ from analysis.bootstrap import (
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 from analysis.settings import DEFAULTS
 
-SELECTION_SEED = 5768
+#: The selection comparison's bootstrap seed (``default_rng``).
+SELECTION_BOOTSTRAP_SEED = 5768
 #: Paired bootstrap draws of the selection comparison (CoRA-Bench App. B).
 SELECTION_DRAWS = 2000
 Resampling = Literal["plain", "stratified", "clustered"]
@@ -125,7 +126,7 @@ def question_weights(
     /,
     *,
     draws: int = SELECTION_DRAWS,
-    seed: SeedLike = SELECTION_SEED,
+    seed: SeedLike = SELECTION_BOOTSTRAP_SEED,
     strata: Sequence[object] | None = None,
     clusters: Sequence[object] | None = None,
 ) -> np.ndarray:
@@ -148,7 +149,7 @@ def selection_accuracy(
     *,
     baseline: str | None = None,
     draws: int = SELECTION_DRAWS,
-    seed: SeedLike = SELECTION_SEED,
+    seed: SeedLike = SELECTION_BOOTSTRAP_SEED,
     strata: Sequence[object] | None = None,
     clusters: Sequence[object] | None = None,
     level: float = DEFAULTS.level,

@@ -1,13 +1,12 @@
-"""The SQL that writes ``analysis.audits``, ``analysis.statistics`` and ``analysis.reader_results``.
+"""The rows of ``analysis.audits``, ``analysis.statistics`` and ``analysis.reader_results``.
 
-Plain ``INSERT`` statements only: no ``ON CONFLICT``, no ``INSERT OR REPLACE``
-and no reliance on a PRIMARY KEY or UNIQUE constraint (a DuckLake table has
-none). Keys are checked here instead: every row is built in Python first, the
-audit ids of one call must be distinct, a statistic name appears once per audit
-(a repeat becomes ``name#2``) and a reader once per audit. Then, in one
-transaction, the earlier rows of these audit ids are deleted and the new ones
-inserted, so a rerun replaces its rows and a failure leaves the tables as they
-were.
+Every row is built in Python first, with its keys checked: the audit ids of one
+call must be distinct, a statistic name appears once per audit (a repeat
+becomes ``name#2``) and a reader once per audit. The rows go to the tables'
+writer (:mod:`warehouse.raw_tables`) in one transaction: an audit's row
+replaces its earlier one and takes the earlier statistics and reader rows of
+that audit id with it, so a rerun replaces its rows and a failure leaves the
+tables as they were.
 
 ``analysis.audits.snapshot_id`` is a nullable slot for the warehouse snapshot
 the audit read; it is written when the table has that column. So are
@@ -32,24 +31,12 @@ from analysis.results import StatRow, jsonable
 from analysis.selection import SelectionResult
 from analysis.summary_json import dumps
 from analysis.version import CODE_VERSION
+from warehouse import raw_tables, table_contracts
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_json
 
-AUDIT_COLUMNS = (
-    "audit_id", "panel_id", "panel_name", "metric", "mode", "declared_pair",
-    "input_fingerprint", "code_version", "seed", "settings_json", "summary_json",
-)  # fmt: skip
-STATISTIC_COLUMNS = (
-    "audit_id", "panel_id", "metric", "statistic", "estimate", "interval_low",
-    "interval_high", "reason", "counts_json", "seed", "draws", "input_fingerprint",
-    "code_version",
-)  # fmt: skip
-#: Columns of migration 0012, written when the table has them (after STATISTIC_COLUMNS).
-P_COLUMNS = ("p_value", "p_holm", "p_bh")
-READER_COLUMNS = (
-    "audit_id", "panel_id", "reader_id", "reader_family", "raw_mean",
-    "compressed_mean", "gain", "rescue", "damage", "cells", "code_version",
-)  # fmt: skip
+#: analysis.audits rows as built here; snapshot_id is added when the table has it.
+AUDIT_COLUMNS = tuple(c for c in table_contracts.AUDIT_COLUMNS if c != "snapshot_id")
 
 
 def audit_key(panel_id: str, mode: str, pair: tuple[str, str] | None = None) -> str:
@@ -74,7 +61,7 @@ def table_rows(
     fingerprint: str,
     adjusted: Mapping[str, tuple[float, float]] | None = None,
 ) -> list[tuple[Any, ...]]:
-    """``analysis.statistics`` rows in :data:`STATISTIC_COLUMNS` + :data:`P_COLUMNS` order.
+    """``analysis.statistics`` rows in :data:`warehouse.table_contracts.STATISTIC_COLUMNS` order.
 
     ``adjusted`` maps a statistic to its (Holm, BH) adjusted p-values.
 
@@ -286,17 +273,6 @@ def _has_column(con, schema: str, table: str, column: str) -> bool:  # noqa: ANN
     return bool(found and found[0])
 
 
-def _insert(
-    con, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]
-) -> None:  # noqa: ANN001
-    if not rows:
-        return
-    marks = ", ".join("?" for _ in columns)
-    con.executemany(
-        f"insert into {table} ({', '.join(columns)}) values ({marks})", rows
-    )
-
-
 def write_tables(
     con,  # noqa: ANN001
     audits: Sequence[PanelAudit],
@@ -315,42 +291,28 @@ def write_tables(
     from warehouse import transaction
 
     rows = build_rows(audits, pairs=pairs, selections=selections)
-    keys = sorted({row[0] for row in rows.audits})
     with_snapshot = _has_column(con, "analysis", "audits", "snapshot_id")
     if snapshot_id is not None and not with_snapshot:
         raise WarehouseError(
             "analysis.audits has no snapshot_id column; upgrade the warehouse schema"
         )
-    audit_columns = (*AUDIT_COLUMNS, "created_at")
-    audit_rows = rows.audits
+    audit_columns, audit_rows = AUDIT_COLUMNS, rows.audits
     if with_snapshot:
-        audit_columns = (*AUDIT_COLUMNS, "snapshot_id", "created_at")
+        audit_columns = (*AUDIT_COLUMNS, "snapshot_id")
         audit_rows = [(*row, snapshot_id) for row in rows.audits]
-    marks = ", ".join("?" for _ in audit_columns[:-1])
     with transaction(con):
-        if keys:
-            placeholders = ", ".join("?" for _ in keys)
-            for table in ("statistics", "reader_results", "audits"):
-                con.execute(
-                    f"delete from analysis.{table} where audit_id in ({placeholders})",
-                    keys,
-                )
-        if audit_rows:
-            con.executemany(
-                f"insert into analysis.audits ({', '.join(audit_columns)}) "
-                f"values ({marks}, now())",
-                audit_rows,
-            )
-        if _has_column(con, "analysis", "statistics", "p_value"):
-            _insert(
-                con, "analysis.statistics", (*STATISTIC_COLUMNS, *P_COLUMNS),
-                rows.statistics,
-            )  # fmt: skip
-        else:
-            width = len(STATISTIC_COLUMNS)
-            _insert(
-                con, "analysis.statistics", STATISTIC_COLUMNS,
-                [row[:width] for row in rows.statistics],
-            )  # fmt: skip
-        _insert(con, "analysis.reader_results", READER_COLUMNS, rows.readers)
+        # analysis.audits owns the other two: its replace drops their old rows
+        raw_tables.write(con, "analysis.audits", audit_columns, audit_rows)
+        raw_tables.write(
+            con,
+            "analysis.statistics",
+            table_contracts.STATISTIC_COLUMNS,
+            rows.statistics,
+        )
+        raw_tables.write(
+            con,
+            "analysis.reader_results",
+            table_contracts.READER_RESULT_COLUMNS,
+            rows.readers,
+        )
     return len(rows.statistics)

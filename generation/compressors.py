@@ -27,10 +27,9 @@ from typing import Any
 import numpy as np
 
 from generation.policies import PASSAGE_SEPARATOR, Evidence
-from generation.selectors.bm25 import bm25_scores
-from generation.selectors.ranking import order_by_score
 from generation.tokens import count_tokens
 from warehouse.errors import WarehouseError
+from warehouse.text_rules import bm25_rank, order_by_score
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -103,18 +102,13 @@ class FirstK(_PassagePolicy):
         )
 
 
-def bm25_top(question: str, passages: Sequence[str], k: int) -> list[int]:
-    """Indices of the ``k`` best BM25 passages, best first (ties in supplied order)."""
-    return order_by_score(bm25_scores(question, passages))[:k]
-
-
 class BM25TopK(FirstK):
     def compile(
         self, question: str, passages: Sequence[str], budget: int | None
     ) -> Evidence:
         self._refuse_budget(budget)
         started = time.perf_counter()
-        ranked = bm25_top(question, passages, self.options["k"])
+        ranked = bm25_rank(question, passages, self.options["k"])
         return self._passages(passages, ranked, started, rank=ranked)
 
 
@@ -159,7 +153,7 @@ class RecompExtractive(_PassagePolicy):
         from generation.selectors.dense import embed_texts, load_embedder
 
         started = time.perf_counter()
-        top = bm25_top(question, passages, self.options["passages"])
+        top = bm25_rank(question, passages, self.options["passages"])
         candidates = [(p, a, b) for p in top for a, b in split_sentences(passages[p])]
         model = load_embedder(self.options["model"])
         if candidates:

@@ -19,12 +19,19 @@ prompts and reply rules live once, in :mod:`generation.scorers.longmemeval` and
 
 Verdict parsing
 ---------------
-``yes_no``: strip whitespace and one trailing ``.``/``!``, lowercase;
-{yes, 1, true, correct} -> 1 and {no, 0, false, incorrect} -> 0.
-``longmemeval``: the reply must be yes or no with an optional ``.`` or ``!``
-(case-insensitive), as the context-selection protocol resolves it; upstream's
-``'yes' in reply`` would count "not yes" as correct. An item id containing
-``_abs`` uses the abstention template.
+``yes_no`` (:func:`parse_verdict`): markdown marks (``*`` ``_`` `````` ``#``)
+and a leading label (``Answer:``, ``Verdict:``, ...) are dropped and the reply
+lowercased; a reply whose words include ``yes`` but not ``no`` is 1, ``no`` but
+not ``yes`` is 0 ("Yes.", "yes, the response is correct", "**Yes**",
+"Answer: no"); one with both is refused. With neither, the whole reply (one
+trailing ``.``/``!`` dropped) may be one of {1, true, correct} -> 1 or
+{0, false, incorrect} -> 0; anything else is refused.
+``longmemeval``: the benchmark's own rule (``longmemeval-anscheck@2``,
+upstream's ``'yes' in reply.lower()``); the strict yes/no rule is
+``longmemeval-anscheck@1``. The rule's scorer id is part of the stored
+``scorer_version`` (:func:`judge_score_version`), so ``ragledger rescore``
+can move stored verdicts between rules from the replies, without a call. An
+item id containing ``_abs`` uses the abstention template.
 ``loong``: LOONG's ``extract_number`` (first ``[[n]]``, else first ``[n]``);
 verdict 1 iff the rating is exactly 100 (Perfect Rate); the rating is kept in
 the score's ``detail_json`` (``rating``, ``judge_out_of_range``). LOONG's
@@ -35,6 +42,7 @@ replies carry an explanation before the rating: give the judge room
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -83,6 +91,7 @@ LONGMEMEVAL_TEMPLATES: dict[str, str] = dict(TEMPLATES)
 #: The rubric of each judge scorer a benchmark may name as its default.
 _RUBRICS = {
     longmemeval.SCORER.scorer_id: "longmemeval",
+    longmemeval.STRICT_SCORER.scorer_id: "longmemeval",
     loong.SCORER.scorer_id: "loong",
 }
 #: Benchmark -> (rubric, metric, scorer id) of the benchmark's own judge.
@@ -95,22 +104,33 @@ BENCHMARK_JUDGES: dict[str, tuple[str, str, str]] = {
 
 _YES = frozenset({"yes", "1", "true", "correct"})
 _NO = frozenset({"no", "0", "false", "incorrect"})
+_MARKS = str.maketrans("", "", "*_`#")
+_LABEL = re.compile(
+    r"^(?:final\s+)?(?:answer|verdict|judg(?:e)?ment|grade|decision|output)\s*[:\-]\s*"
+)
+_WORD = re.compile(r"[a-z]+")
 
 
 def parse_verdict(reply: str | None, *, strict: bool = False) -> float:
     """1.0 or 0.0 from a judge reply; raise :class:`VerdictError` otherwise.
 
-    ``strict``: LongMemEval's rule (:func:`generation.scorers.longmemeval.parse_reply`).
+    ``strict``: the strict yes/no rule (``longmemeval-anscheck@1``).
     """
     if strict:
-        return longmemeval.parse_reply(reply)
+        return longmemeval.parse_strict(reply)
     text = (reply or "").strip()
-    token = text[:-1] if text.endswith((".", "!")) else text
-    token = token.strip().lower()
-    if token in _YES:
+    cleaned = _LABEL.sub("", text.translate(_MARKS).strip().lower())
+    words = set(_WORD.findall(cleaned))
+    if "yes" in words and "no" not in words:
         return 1.0
-    if token in _NO:
+    if "no" in words and "yes" not in words:
         return 0.0
+    if "yes" not in words:
+        token = cleaned[:-1] if cleaned.endswith((".", "!")) else cleaned
+        if token.strip() in _YES:
+            return 1.0
+        if token.strip() in _NO:
+            return 0.0
     raise VerdictError(f"judge reply is not a yes/no verdict: {text[:80]!r}")
 
 
@@ -220,7 +240,18 @@ def verdict_of(rubric: str, reply: str | None) -> tuple[float, dict[str, Any]]:
         rating = loong.rating_of(reply)
         detail = {"rating": rating, "judge_out_of_range": loong.is_out_of_range(rating)}
         return float(loong.is_perfect(rating)), detail
-    return parse_verdict(reply, strict=rubric == "longmemeval"), {}
+    if rubric == "longmemeval":
+        return longmemeval.parse_reply(reply), {}
+    return parse_verdict(reply), {}
+
+
+def judge_score_version(judge: JudgeSpec, prompt_hash: str) -> str:
+    """The ``scorer_version`` of a judge's scores: ``judge:ID:RULE:PROMPT``, RULE
+    being the rubric, or for LongMemEval the verdict rule's scorer id."""
+    rule = judge.rubric
+    if rule == "longmemeval":
+        rule = longmemeval.SCORER.scorer_id
+    return f"judge:{judge.judge_id}:{rule}:{prompt_hash[7:23]}"
 
 
 @dataclass(frozen=True)
@@ -260,7 +291,7 @@ def judge_generations(
     clock = time.perf_counter()
     judge = judge_for_dataset(judge, _benchmark(con, dataset_id))
     prompt_hash = judge_prompt_hash(judge)
-    version = f"judge:{judge.judge_id}:{judge.rubric}:{prompt_hash[7:23]}"
+    version = judge_score_version(judge, prompt_hash)
     query = (
         "select g.generation_id, g.item_id, g.answer, g.status, i.question, "
         "i.reference_answers_json, i.question_type, s.status, s.scorer_version, "

@@ -15,7 +15,9 @@ What is written, in one transaction:
 * ``raw.score_versions``: the replaced score and the new one, each under its
   scorer version; a (generation, metric, version) already kept is not added
   again, so rescoring back and forth keeps one row per version.
-* ``raw.runs``: one ``rescore`` run.
+* ``raw.runs``: one finished ``rescore`` run (:func:`warehouse.runs.record_run`).
+
+Every row goes through the tables' writer (:mod:`warehouse.raw_tables`).
 
 A generation already on the scorer is left alone; one whose answer text was
 never stored (an imported row with a score but no answer) cannot be rescored
@@ -31,11 +33,21 @@ from typing import Any
 
 import duckdb
 
-from generation.scorers import default_scorer, get_scorer
+from generation.judges import VERDICT_COLUMNS
+from generation.runner import SCORE_COLUMNS
+from generation.scorers import ScoreInput, Scorer, default_scorer, get_scorer
+from generation.scorers.longmemeval import LEGACY_RULES, VerdictError
 from generation.scoring import score_input
 from warehouse import transaction
 from warehouse.errors import WarehouseError
 from warehouse.hashing import canonical_json
+from warehouse.raw_tables import write
+from warehouse.runs import record_run
+
+SCORE_VERSION_COLUMNS = (
+    "generation_id", "metric", "scorer_version", "score", "status", "detail_json",
+    "source_file_sha256", "run_id",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -69,29 +81,90 @@ def rescore(
     """Put ``metric`` of ``dataset_id``'s stored generations on ``scorer``."""
     benchmark = _benchmark(con, dataset_id)
     chosen = get_scorer(scorer) if scorer else default_scorer(benchmark, metric)
-    if chosen.kind != "lexical":
-        raise WarehouseError(
-            f"{chosen.scorer_id} is a judge scorer: its scores come from a model "
-            "call (ragledger replay --judge), not from the stored answer text"
-        )
     if metric not in chosen.rules:
         raise WarehouseError(
             f"scorer {chosen.scorer_id} has no metric {metric!r}; "
             f"it scores {', '.join(sorted(chosen.rules))}"
         )
+    if chosen.kind == "lexical":
+        changes = _rescore_answers(
+            chosen, metric, _stored(con, dataset_id, metric, reader_ids)
+        )
+    else:
+        verdicts = _stored(con, dataset_id, metric, reader_ids, judged=True)
+        changes = _rescore_verdicts(chosen, metric, verdicts, dataset_id)
+    summary = RescoreSummary(
+        run_id=changes.run_id,
+        dataset_id=dataset_id,
+        metric=metric,
+        scorer_version=chosen.scorer_id,
+        generations=changes.generations,
+        rescored=len(changes.new_scores),
+        unchanged=changes.unchanged,
+        no_text=changes.no_text,
+        values_changed=changes.values_changed,
+        previous=dict(sorted(changes.previous.items())),
+    )
+    if not dry_run and changes.new_scores:
+        _write(con, summary, changes)
+    return summary
+
+
+@dataclass
+class _Changes:
+    """The rows one rescore writes, and its counts."""
+
+    metric: str
+    generations: int
+    run_id: str = field(default_factory=lambda: "rescore-" + uuid.uuid4().hex[:16])
+    new_scores: list[list[Any]] = field(default_factory=list)
+    kept: list[list[Any]] = field(default_factory=list)
+    verdicts: list[list[Any]] = field(default_factory=list)
+    previous: dict[str, int] = field(default_factory=dict)
+    unchanged: int = 0
+    no_text: int = 0
+    values_changed: int = 0
+
+    def move(
+        self,
+        row: dict[str, Any],
+        value: float | None,
+        status: str,
+        version: str,
+        detail: dict[str, Any],
+    ) -> None:
+        """``row``'s score replaced by ``value`` under ``version``; the old one kept."""
+        old = row["scorer_version"]
+        if old is not None:
+            self.previous[old] = self.previous.get(old, 0) + 1
+            self.kept.append(
+                [
+                    row["generation_id"], self.metric, old, row["score"],
+                    row["score_status"], row["detail_json"] or "{}",
+                    row["source_file_sha256"], self.run_id,
+                ]
+            )  # fmt: skip
+            if row["score"] is None or value != row["score"]:
+                self.values_changed += 1
+        detail = {**detail, "rescored_from": old, "run_id": self.run_id}
+        self.new_scores.append(
+            [row["generation_id"], self.metric, value, status, version,
+             canonical_json(detail)]
+        )  # fmt: skip
+
+
+def _rescore_answers(
+    chosen: Scorer, metric: str, rows: list[dict[str, Any]]
+) -> _Changes:
+    """Score the stored answer texts again under ``chosen``."""
     version = chosen.scorer_id
-    rows = _stored(con, dataset_id, metric, reader_ids)
-    run_id = "rescore-" + uuid.uuid4().hex[:16]
-    new_scores: list[list[Any]] = []
-    kept: list[list[Any]] = []
-    previous: dict[str, int] = {}
-    unchanged = no_text = values_changed = 0
+    changes = _Changes(metric, len(rows))
     for row in rows:
         if row["scorer_version"] == version and row["score_status"] == "ok":
-            unchanged += 1
+            changes.unchanged += 1
             continue
         if row["answer"] is None and row["scorer_version"] is not None:
-            no_text += 1  # an imported score whose answer text was never stored
+            changes.no_text += 1  # an imported score whose answer text was never stored
             continue
         item = score_input(
             row["answer"],
@@ -100,96 +173,110 @@ def rescore(
             question_type=row["question_type"],
             metadata=_json(row["metadata_json"], "metadata_json", row),
         )
-        value = chosen.score(metric, item)
+        changes.move(row, chosen.score(metric, item), "ok", version, {})
+    return changes
+
+
+def _rescore_verdicts(
+    chosen: Scorer, metric: str, stored: list[dict[str, Any]], dataset_id: str
+) -> _Changes:
+    """Put stored judge verdicts on ``chosen``'s rule, from the replies kept in
+    ``raw.judge_verdicts``: no model call. The score's version
+    ``judge:ID:RULE:PROMPT`` keeps its judge and prompt and takes the new rule;
+    the verdict row takes the new verdict (its reply is kept)."""
+    rows = [
+        row
+        for row in stored
+        if _rule_of(row["scorer_version"]).split("@")[0] == chosen.name
+    ]
+    if not rows:
+        raise WarehouseError(
+            f"{chosen.scorer_id} is a judge scorer: dataset {dataset_id!r} has no "
+            f"stored {metric!r} verdicts of a {chosen.name} judge to rescore; its "
+            "scores come from a model call (ragledger replay --judge)"
+        )
+    changes = _Changes(metric, len(rows))
+    for row in rows:
         old = row["scorer_version"]
-        if old is not None:
-            previous[old] = previous.get(old, 0) + 1
-            kept.append(
-                [
-                    row["generation_id"], metric, old, row["score"],
-                    row["score_status"], row["detail_json"] or "{}",
-                    row["source_file_sha256"], run_id,
-                ]
-            )  # fmt: skip
-            if row["score"] is None or value != row["score"]:
-                values_changed += 1
-        detail = canonical_json({"rescored_from": old, "run_id": run_id})
-        new_scores.append([row["generation_id"], metric, value, "ok", version, detail])
-    summary = RescoreSummary(
-        run_id=run_id,
-        dataset_id=dataset_id,
-        metric=metric,
-        scorer_version=version,
-        generations=len(rows),
-        rescored=len(new_scores),
-        unchanged=unchanged,
-        no_text=no_text,
-        values_changed=values_changed,
-        previous=dict(sorted(previous.items())),
-    )
-    if not dry_run and new_scores:
-        _write(con, summary, new_scores, kept)
-    return summary
+        if _rule_of(old) == chosen.scorer_id:
+            changes.unchanged += 1
+            continue
+        detail = _json(row["detail_json"], "detail_json", row) or {}
+        value, status, error = row["score"], row["score_status"], None
+        if "judge_call_id" in detail:  # an empty answer scores 0 with no call
+            if row["v_reply"] is None:
+                changes.no_text += 1  # the call failed: nothing to parse
+                continue
+            try:
+                value = chosen.score(metric, ScoreInput(row["v_reply"], ("",)))
+                status = "ok"
+            except VerdictError as problem:
+                value, status, error = None, "error", str(problem)
+            changes.verdicts.append(
+                [row[f"v_{column}"] for column in VERDICT_COLUMNS[:8]]
+                + [value, status, error, row["v_attempts"], row["v_run_id"]]
+            )
+        prefix, _rule, prompt = old.rsplit(":", 2)
+        changes.move(
+            row, value, status, f"{prefix}:{chosen.scorer_id}:{prompt}", detail
+        )
+    return changes
+
+
+def _rule_of(version: str) -> str:
+    """The verdict rule of a judge score version ``judge:ID:RULE:PROMPT``."""
+    rule = version.rsplit(":", 2)[-2] if version.count(":") >= 3 else ""
+    return LEGACY_RULES.get(rule, rule)
+
+
+_JUDGED = (
+    "select s.generation_id, g.item_id, s.score, s.status as score_status, "
+    "s.scorer_version, s.detail_json, s.source_file_sha256, "
+    + ", ".join(f"v.{name} as v_{name}" for name in VERDICT_COLUMNS)
+    + " from raw.scores s join raw.generations g on g.generation_id = s.generation_id "
+    "left join raw.judge_verdicts v on v.judge_call_id = "
+    "json_extract_string(s.detail_json, '$.judge_call_id') "
+    "where s.metric = ? and g.dataset_id = ? and s.scorer_version like 'judge:%'"
+)
+
+
+def _select(
+    con: duckdb.DuckDBPyConnection,
+    query: str,
+    params: list[Any],
+    reader_ids: list[str] | None,
+) -> list[dict[str, Any]]:
+    """Rows of ``query`` (over ``g``: raw.generations) as dicts, by generation,
+    for ``reader_ids`` only when given."""
+    if reader_ids:
+        query += " and g.reader_id in (select unnest(?))"
+        params = [*params, list(reader_ids)]
+    cursor = con.execute(query + " order by g.generation_id", params)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
 
 def _write(
-    con: duckdb.DuckDBPyConnection,
-    summary: RescoreSummary,
-    new_scores: list[list[Any]],
-    kept: list[list[Any]],
+    con: duckdb.DuckDBPyConnection, summary: RescoreSummary, changes: _Changes
 ) -> None:
-    version_rows = kept + [
+    # raw.score_versions keeps the first row per (generation, metric, version):
+    # a version already kept (the imported score, an earlier rescore) stays.
+    version_rows = changes.kept + [
         [gid, metric, version, value, status, detail, None, summary.run_id]
-        for gid, metric, value, status, version, detail in new_scores
+        for gid, metric, value, status, version, detail in changes.new_scores
     ]
-    generation_ids = [row[0] for row in new_scores]
+    config = {
+        "dataset_id": summary.dataset_id,
+        "metric": summary.metric,
+        "scorer_version": summary.scorer_version,
+        "rescored": summary.rescored,
+        "previous": summary.previous,
+    }
     with transaction(con):
-        present = {
-            tuple(key)
-            for key in con.execute(
-                "select generation_id, metric, scorer_version from raw.score_versions "
-                "where metric = ? and generation_id in (select unnest(?))",
-                [summary.metric, generation_ids],
-            ).fetchall()
-        }
-        missing = []
-        for row in version_rows:
-            key = (row[0], row[1], row[2])
-            if key not in present:
-                present.add(key)
-                missing.append(row)
-        con.execute(
-            "delete from raw.scores where metric = ? "
-            "and generation_id in (select unnest(?))",
-            [summary.metric, generation_ids],
-        )
-        con.executemany(
-            "insert into raw.scores (generation_id, metric, score, status, "
-            "scorer_version, detail_json, created_at) "
-            "values (?, ?, ?, ?, ?, ?, current_timestamp)",
-            new_scores,
-        )
-        if missing:
-            con.executemany(
-                "insert into raw.score_versions (generation_id, metric, "
-                "scorer_version, score, status, detail_json, source_file_sha256, "
-                "run_id, created_at) "
-                "values (?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
-                missing,
-            )
-        config = {
-            "dataset_id": summary.dataset_id,
-            "metric": summary.metric,
-            "scorer_version": summary.scorer_version,
-            "rescored": summary.rescored,
-            "previous": summary.previous,
-        }
-        con.execute(
-            "insert into raw.runs (run_id, kind, command, config_json, status, "
-            "started_at, finished_at) values (?, 'rescore', 'ragledger rescore', ?, "
-            "'finished', current_timestamp, current_timestamp)",
-            [summary.run_id, canonical_json(config)],
-        )
+        write(con, "raw.scores", SCORE_COLUMNS, changes.new_scores)
+        write(con, "raw.score_versions", SCORE_VERSION_COLUMNS, version_rows)
+        write(con, "raw.judge_verdicts", VERDICT_COLUMNS, changes.verdicts)
+        record_run(con, "rescore", "ragledger rescore", config, run_id=summary.run_id)
 
 
 def _stored(
@@ -197,24 +284,26 @@ def _stored(
     dataset_id: str,
     metric: str,
     reader_ids: list[str] | None,
+    *,
+    judged: bool = False,
 ) -> list[dict[str, Any]]:
+    """Each stored generation's answer and item with its ``metric`` score; with
+    ``judged``, each judge score of ``metric`` with its verdict row (``v_*``)."""
     query = (
-        "select g.generation_id, g.item_id, g.answer, g.status as generation_status, "
-        "i.question, i.reference_answers_json, i.question_type, i.metadata_json, "
-        "s.score, s.status as score_status, s.scorer_version, s.detail_json, "
-        "s.source_file_sha256 "
-        "from raw.generations g "
-        "join raw.items i on i.dataset_id = g.dataset_id and i.item_id = g.item_id "
-        "left join raw.scores s on s.generation_id = g.generation_id and s.metric = ? "
-        "where g.dataset_id = ? and g.status in ('ok', 'empty')"
+        _JUDGED
+        if judged
+        else (
+            "select g.generation_id, g.item_id, g.answer, g.status as generation_status, "
+            "i.question, i.reference_answers_json, i.question_type, i.metadata_json, "
+            "s.score, s.status as score_status, s.scorer_version, s.detail_json, "
+            "s.source_file_sha256 "
+            "from raw.generations g "
+            "join raw.items i on i.dataset_id = g.dataset_id and i.item_id = g.item_id "
+            "left join raw.scores s on s.generation_id = g.generation_id and s.metric = ? "
+            "where g.dataset_id = ? and g.status in ('ok', 'empty')"
+        )
     )
-    params: list[Any] = [metric, dataset_id]
-    if reader_ids:
-        query += " and g.reader_id in (select unnest(?))"
-        params.append(list(reader_ids))
-    cursor = con.execute(query + " order by g.generation_id", params)
-    names = [column[0] for column in cursor.description]
-    rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+    rows = _select(con, query, [metric, dataset_id], reader_ids)
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["generation_id"]] = counts.get(row["generation_id"], 0) + 1

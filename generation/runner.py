@@ -56,10 +56,8 @@ from generation.backends.retry import (
 )
 from generation.journal import Journal, batch_settings, claim_orphans, journal_root
 from generation.readers import ReaderSpec
-from generation.scoring import (
-    DEFAULT_METRICS,
-    SCORERS,
-)
+from generation.scorers.registry import LEXICAL_METRICS
+from generation.scoring import DEFAULT_METRICS
 from warehouse import transaction
 from warehouse.connections import location_of
 from warehouse.errors import WarehouseError
@@ -976,7 +974,15 @@ def _rows(
         _shared_row(own, shared_id(reader, alias), alias) for alias in call.aliases
     ]
     if outcome.status != "error":
-        scored = score_answer(answer or "", row, metrics, benchmark)
+        scored = scoring.score_answer(
+            answer or "",
+            row.references,
+            metrics,
+            benchmark=benchmark,
+            question=row.question,
+            question_type=row.question_type,
+            metadata=row.metadata,
+        )
         for generation in generation_rows:
             for metric, (value, version) in scored.items():
                 score_rows.append([generation[0], metric, value, "ok", version, "{}"])
@@ -1055,29 +1061,13 @@ SCORE_COLUMNS = (
 )
 
 
-def score_answer(
-    answer: str, row: EvidenceRow, metrics: Sequence[str], benchmark: str | None
-) -> dict[str, tuple[float, str]]:
-    """``{metric: (score, scorer_version)}`` for one answer, by the dataset's
-    benchmark scorer (:mod:`generation.scorers`)."""
-    return scoring.score_answer(
-        answer,
-        row.references,
-        metrics,
-        benchmark=benchmark,
-        question=row.question,
-        question_type=row.question_type,
-        metadata=row.metadata,
-    )
-
-
 def _metrics_for(benchmark: str | None, metrics: Sequence[str]) -> tuple[str, ...]:
     chosen = list(dict.fromkeys(metrics))
-    unknown = [name for name in chosen if name not in SCORERS and name != "label"]
+    unknown = [name for name in chosen if name not in LEXICAL_METRICS]
     if unknown:
         raise WarehouseError(
             f"unknown metric(s) {', '.join(unknown)}; built-ins: "
-            f"{', '.join(SCORERS)}, label (judges: --judge)"
+            f"{', '.join(LEXICAL_METRICS)} (judges: --judge)"
         )
     if benchmark == "babilong" and "label" not in chosen:
         chosen.append("label")

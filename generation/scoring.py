@@ -1,4 +1,4 @@
-"""Answer scoring: the thin entry the runner and ``rescore`` use.
+"""Answer scoring: the one entry the runner and ``rescore`` use.
 
 The rules live in :mod:`generation.scorers`, one module per benchmark, each a
 transcription of that benchmark's evaluation script and named ``NAME@VERSION``;
@@ -11,68 +11,14 @@ ragledger's token-boundary rule (see :mod:`generation.scorers.registry`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from generation.scorers import ScoreInput, default_scorer, get_scorer
-from generation.scorers import babilong as _babilong
-from generation.scorers import hotpotqa as _hotpotqa
-from generation.scorers import ragledger as _ragledger
 from generation.scorers.base import references_of
 from warehouse.errors import WarehouseError
 
-normalize_answer = _hotpotqa.normalize_answer
-BABILONG_LABELS = _babilong.TASK_LABELS
 DEFAULT_METRICS = ("exact_match", "token_f1", "contains")
-
-
-def exact_match(prediction: str, references: Sequence[str]) -> float:
-    """HotpotQA EM, maximum over the aliases."""
-    return _generic("exact_match", prediction, references)
-
-
-def token_f1(prediction: str, references: Sequence[str]) -> float:
-    """HotpotQA token F1 (with its yes/no/noanswer rule), maximum over aliases."""
-    return _generic("token_f1", prediction, references)
-
-
-def contains(prediction: str, references: Sequence[str]) -> float:
-    """ragledger's token-boundary containment of a normalised gold."""
-    return _ragledger.contains(ScoreInput(prediction, references_of(references)))
-
-
-def babilong_label(prediction: str, target: str, question: str, task: str) -> float:
-    """BABILong's ``compare_answers`` (see :mod:`generation.scorers.babilong`)."""
-    return _babilong.compare_answers(target, prediction, question, task)
-
-
-@dataclass(frozen=True)
-class MetricScorer:
-    """A metric's generic scorer: its stored name, version and function."""
-
-    metric: str
-    version: str
-    score: Callable[[str, Sequence[str]], float]
-
-
-def _generic(metric: str, prediction: str, references: Sequence[str]) -> float:
-    item = ScoreInput(str(prediction or ""), references_of(references))
-    return default_scorer(None, metric).score(metric, item)
-
-
-SCORERS: dict[str, MetricScorer] = {
-    "exact_match": MetricScorer(
-        "exact_match", default_scorer(None, "exact_match").scorer_id, exact_match
-    ),
-    "token_f1": MetricScorer(
-        "token_f1", default_scorer(None, "token_f1").scorer_id, token_f1
-    ),
-    "contains": MetricScorer(
-        "contains", default_scorer(None, "contains").scorer_id, contains
-    ),
-}
-LABEL_VERSION = default_scorer("babilong", "label").scorer_id
 
 
 def score_input(
@@ -134,7 +80,8 @@ def score_answer(
     question_type: str | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, tuple[float, str]]:
-    """The runner's entry: each metric by the dataset's benchmark default."""
+    """``{metric: (score, scorer_version)}`` for one stored answer, each metric by
+    the default of the dataset's ``benchmark``."""
     item = score_input(
         answer,
         references,
@@ -142,21 +89,4 @@ def score_answer(
         question_type=question_type,
         metadata=metadata,
     )
-    return score_item(item, metrics, benchmark=benchmark)
-
-
-def lexical_scores(
-    prediction: str,
-    references: Sequence[str],
-    metrics: Sequence[str] = DEFAULT_METRICS,
-    *,
-    benchmark: str | None = None,
-) -> dict[str, tuple[float, str]]:
-    """``{metric: (score, scorer_version)}`` for the lexical metrics named."""
-    for name in metrics:
-        if name not in SCORERS:
-            raise WarehouseError(
-                f"unknown metric {name!r}; built-ins: {', '.join(SCORERS)}, label"
-            )
-    item = ScoreInput(str(prediction or ""), references_of(references))
     return score_item(item, metrics, benchmark=benchmark)

@@ -29,8 +29,6 @@ import csv
 import hashlib
 import io
 import itertools
-import re
-import string
 import tempfile
 import zlib
 from collections import Counter
@@ -53,6 +51,7 @@ from warehouse.raw_tables import (
     write_query,
 )
 from warehouse.raw_tables import write as write_rows
+from warehouse.text_rules import normalize_answer
 
 #: The published columns, in published order (specs/released_matrix.md).
 COLUMNS = (
@@ -827,15 +826,6 @@ def _count_warnings(counts: Counter[str]) -> list[str]:
     return warnings
 
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = str.maketrans("", "", string.punctuation)
-
-
-def _normalise(answer: str) -> str:
-    """SQuAD answer normalisation: lower case, no punctuation, articles or extra spaces."""
-    return " ".join(_ARTICLES.sub(" ", answer.lower().translate(_PUNCTUATION)).split())
-
-
 def _empty_reference_warnings(
     con: duckdb.DuckDBPyConnection, release: str
 ) -> list[str]:
@@ -847,7 +837,9 @@ def _empty_reference_warnings(
     references = con.execute(
         f"select distinct reference_answer from raw.matrix_rows where {where}"
     ).fetchall()
-    empty = [reference for (reference,) in references if not _normalise(reference)]
+    empty = [
+        reference for (reference,) in references if not normalize_answer(reference)
+    ]
     if not empty:
         return []
     flagged = con.execute(

@@ -1,4 +1,4 @@
-"""The one writer of every raw (and analysis) table: columns, key, rule and stamp.
+"""The one writer of every raw (and analysis) table, by its contract (table_contracts).
 
 DuckLake has no PRIMARY KEY, UNIQUE or CHECK constraints, so what the schema
 used to guarantee is checked here, before anything is inserted, inside the
@@ -17,7 +17,12 @@ caller's transaction. Each table has one registration rule:
     with one message naming the way out.
 ``replace``
     The latest row per key wins (the newest outcome of a call, a rerun audit):
-    stored rows with the new keys are deleted first.
+    stored rows with the new keys are deleted first. A table that ``owns``
+    others (an audit its statistics) deletes their rows under the new keys too,
+    so a rerun leaves none of its earlier rows behind.
+``keep``
+    The first row per key stays (a score kept under its scorer version): a key
+    already stored, or given again later in the batch, is skipped.
 
 Every table's stamp column (``loaded_at``, ``created_at``, ...) is set to the
 transaction's ``current_timestamp``.
@@ -28,7 +33,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -36,175 +41,9 @@ import pyarrow as pa
 
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_json
+from warehouse.table_contracts import KEY_DEFAULTS, RawTable, table
 
 _counter = itertools.count()
-#: Key columns a writer may leave out, with the value they then take.
-KEY_DEFAULTS = {"budget_tokens": 0}
-
-
-@dataclass(frozen=True)
-class RawTable:
-    """The contract of one table."""
-
-    name: str
-    key: tuple[str, ...]
-    rule: str  # append, content, register, replace
-    stamp: str | None = None
-    identity: tuple[str, ...] = ()  # register: columns that must agree
-    allowed: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
-    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    #: register: how a user resolves a conflicting registration
-    resolve_hint: str = ""
-
-
-TABLES: dict[str, RawTable] = {
-    table.name: table
-    for table in (
-        RawTable("raw.schema_migrations", ("version",), "append", "applied_at"),
-        RawTable("raw.source_files", ("file_sha256",), "content", "loaded_at"),
-        RawTable(
-            "raw.runs",
-            ("run_id",),
-            "append",
-            "started_at",
-            allowed={"status": ("running", "finished", "failed", "interrupted")},
-        ),
-        RawTable("raw.matrix_releases", ("release",), "append", "loaded_at"),
-        RawTable(
-            "raw.matrix_rows",
-            ("release", "dataset", "example_id", "reader_model", "method"),
-            "append",
-            allowed={
-                "correct": (0, 1),
-                "transition_type": (
-                    "",
-                    "rescued",
-                    "damaged",
-                    "unchanged_correct",
-                    "unchanged_wrong",
-                ),
-            },
-        ),
-        RawTable("raw.datasets", ("dataset_id",), "append", "loaded_at"),
-        RawTable("raw.items", ("dataset_id", "item_id"), "append", "loaded_at"),
-        RawTable("raw.pools", ("pool_id",), "content"),
-        RawTable("raw.pool_passages", ("pool_id", "position"), "content"),
-        RawTable(
-            "raw.evidence_spans", ("dataset_id", "item_id", "span_index"), "append"
-        ),
-        RawTable(
-            "raw.policies",
-            ("policy_id",),
-            "register",
-            "created_at",
-            identity=("kind", "config_hash"),
-            allowed={"kind": ("raw", "compressor", "selector")},
-            resolve_hint=(
-                "a registered policy never changes: compile changed options as a "
-                "new version (`ragledger compile ... --policy-version N`), and give "
-                "a raw policy with another config another policy id"
-            ),
-        ),
-        RawTable("raw.artifacts", ("artifact_hash",), "content", "created_at"),
-        RawTable(
-            "raw.artifact_compilations",
-            ("dataset_id", "item_id", "policy_id", "budget_tokens"),
-            "replace",
-            "created_at",
-        ),
-        RawTable(
-            "raw.reader_families",
-            ("reader_model", "source"),
-            "replace",
-            "loaded_at",
-            allowed={"source": ("default", "user")},
-        ),
-        RawTable(
-            "raw.readers",
-            ("reader_id",),
-            "register",
-            "created_at",
-            identity=("config_hash",),
-            resolve_hint=(
-                "a registered reader never changes: give the changed reader a new "
-                "id (`id:` in its reader config), or reload its ragscale run with "
-                "`ragledger ingest ragscale DIR --replace`"
-            ),
-        ),
-        RawTable(
-            "raw.generations",
-            ("generation_id",),
-            "replace",
-            "created_at",
-            allowed={"status": ("ok", "empty", "error")},
-        ),
-        RawTable(
-            "raw.scores",
-            ("generation_id", "metric"),
-            "replace",
-            "created_at",
-            allowed={"status": ("ok", "error")},
-            ranges={"score": (0.0, 1.0)},
-        ),
-        RawTable(
-            "raw.artifact_evidence",
-            ("dataset_id", "item_id", "policy_id", "budget_tokens"),
-            "replace",
-            "computed_at",
-            allowed={"provenance": ("source_spans", "verbatim")},
-            ranges={"evidence_recall": (0.0, 1.0)},
-        ),
-        RawTable(
-            "raw.generation_attempts",
-            ("call_id", "attempt"),
-            "append",
-            allowed={
-                "call_kind": ("reader", "judge"),
-                "status": ("ok", "empty", "error", "rate_limited"),
-            },
-        ),
-        RawTable(
-            "raw.judge_verdicts",
-            ("judge_call_id",),
-            "replace",
-            "created_at",
-            allowed={"status": ("ok", "error")},
-        ),
-        RawTable(
-            "raw.policy_pools",
-            ("dataset_id", "item_id", "policy_id"),
-            "append",
-            "loaded_at",
-        ),
-        RawTable(
-            "raw.score_versions",
-            ("generation_id", "metric", "scorer_version"),
-            "replace",
-            "created_at",
-            allowed={"status": ("ok", "error")},
-        ),
-        RawTable(
-            "raw.panel_definitions", ("panel_definition_name",), "replace", "created_at"
-        ),
-        RawTable("raw.embeddings", ("model", "text_sha256"), "content", "created_at"),
-        RawTable("analysis.audits", ("audit_id",), "replace"),
-        RawTable("analysis.statistics", ("audit_id", "statistic"), "replace"),
-        RawTable("analysis.reader_results", ("audit_id", "reader_id"), "replace"),
-    )
-}
-
-
-def table(name: str) -> RawTable:
-    """The contract of ``name`` (``raw.x`` or ``analysis.x``)."""
-    try:
-        return TABLES[name]
-    except KeyError:
-        raise WarehouseError(f"no writer contract for table {name}") from None
-
-
-def register_table(contract: RawTable) -> None:
-    """Add a contract (a table a later migration creates)."""
-    TABLES[contract.name] = contract
 
 
 @dataclass(frozen=True)
@@ -232,6 +71,12 @@ def write(
     if not rows:
         return WriteResult(0)
     columns = tuple(columns)
+    unknown = [c for c in columns if contract.columns and c not in contract.columns]
+    if unknown:
+        raise WarehouseError(
+            f"{name}: no column(s) {', '.join(unknown)}; "
+            f"its columns: {', '.join(contract.columns)}"
+        )
     for column, default in KEY_DEFAULTS.items():
         if column in contract.key and column not in columns:
             columns += (column,)
@@ -242,6 +87,8 @@ def write(
     if contract.rule in ("content", "register") and origins is None:
         # the same registration twice in one batch is one registration
         rows = list(dict.fromkeys(tuple(row) for row in rows))
+    if contract.rule == "keep":
+        rows = _first_per_key(contract, columns, rows)
     _check_values(contract, columns, rows, origins)
     view = f"_ragledger_rows_{next(_counter)}"
     con.register(view, _arrow(columns, rows))
@@ -390,6 +237,16 @@ def _check_scope_keys(
     )
 
 
+def _first_per_key(
+    contract: RawTable, columns: tuple[str, ...], rows: list[Sequence[Any]]
+) -> list[Sequence[Any]]:
+    positions = [columns.index(column) for column in contract.key]
+    first: dict[tuple[Any, ...], Sequence[Any]] = {}
+    for row in rows:
+        first.setdefault(tuple(row[index] for index in positions), row)
+    return list(first.values())
+
+
 def _arrow(columns: Sequence[str], rows: list[Sequence[Any]]) -> pa.Table:
     return pa.table(
         {
@@ -485,6 +342,10 @@ def _apply(
     keys = _key_list(contract)
     join = " and ".join(f't."{c}" is not distinct from n."{c}"' for c in contract.key)
     exists = f"exists (select 1 from {contract.name} t where {join})"
+    for owned in contract.owns:
+        con.execute(
+            f"delete from {owned} t where exists (select 1 from {relation} n where {join})"
+        )
     stored = con.execute(
         f"select count(*) from {relation} n where {exists}"
     ).fetchone()[0]

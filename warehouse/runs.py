@@ -63,23 +63,7 @@ def record_start(
     first batch of work with its start: one snapshot, not two)."""
     run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
     mark_interrupted(con)
-    write(
-        con,
-        "raw.runs",
-        RUN_COLUMNS,
-        [
-            (
-                run_id,
-                kind,
-                command,
-                canonical_json(dict(config)),
-                code_version,
-                "running",
-                socket.gethostname(),
-                os.getpid(),
-            )
-        ],
-    )
+    _start(con, run_id, kind, command, config, code_version)
     return run_id
 
 
@@ -101,6 +85,45 @@ def record_finish(
     counts: Mapping[str, Any] | None = None,
 ) -> None:
     """:func:`finish_run` inside the caller's transaction (with a last batch)."""
+    _finish(con, run_id, status, counts)
+
+
+def record_run(
+    con: duckdb.DuckDBPyConnection,
+    kind: str,
+    command: str,
+    config: Mapping[str, Any],
+    *,
+    run_id: str | None = None,
+    counts: Mapping[str, Any] | None = None,
+) -> str:
+    """Record a run that is done with its writes (``finished``), inside the
+    caller's transaction, so the run lands with what it wrote or not at all."""
+    run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
+    _start(con, run_id, kind, command, config, None)
+    _finish(con, run_id, "finished", counts)
+    return run_id
+
+
+def _start(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    kind: str,
+    command: str,
+    config: Mapping[str, Any],
+    code_version: str | None,
+) -> None:
+    row = (run_id, kind, command, canonical_json(dict(config)), code_version,
+           "running", socket.gethostname(), os.getpid())  # fmt: skip
+    write(con, "raw.runs", RUN_COLUMNS, [row])
+
+
+def _finish(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    status: str,
+    counts: Mapping[str, Any] | None,
+) -> None:
     con.execute(
         "update raw.runs set status = ?, finished_at = current_timestamp, "
         "counts_json = ? where run_id = ?",

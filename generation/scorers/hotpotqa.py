@@ -1,6 +1,6 @@
 """HotpotQA's answer EM and F1 (``hotpotqa/hotpot`` ``hotpot_evaluate_v1.py``).
 
-normalize_answer: lowercase, drop ASCII punctuation (``string.punctuation``),
+normalize_answer (:mod:`warehouse.text_rules`): lowercase, drop ASCII punctuation (``string.punctuation``),
 replace the articles a/an/the (whole words) by a space, collapse whitespace.
 F1 is 0 when either side normalises to yes, no or noanswer and the two differ;
 otherwise token F1 on whitespace tokens with multiset overlap. HotpotQA has one
@@ -9,22 +9,12 @@ gold answer; with several, the maximum is taken (as MuSiQue and SQuAD do).
 
 from __future__ import annotations
 
-import re
-import string
 from collections import Counter
 
 from generation.scorers.base import Scorer, max_over_references
+from warehouse.text_rules import normalize_answer
 
-_PUNCTUATION = frozenset(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
 _SPECIAL = ("yes", "no", "noanswer")
-
-
-def normalize_answer(text: object) -> str:
-    value = ("" if text is None else str(text)).lower()
-    value = "".join(ch for ch in value if ch not in _PUNCTUATION)
-    value = _ARTICLES.sub(" ", value)
-    return " ".join(value.split())
 
 
 def exact_match(prediction: str, gold: str) -> float:

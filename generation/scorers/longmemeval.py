@@ -3,17 +3,26 @@
 
 The prompt is upstream's template for the item's question type (an item id
 containing ``_abs`` takes the abstention template), sent as one user message.
-The verdict rule is the context-selection protocol's: the reply must be
-``yes`` or ``no`` with an optional ``.`` or ``!`` (case-insensitive), else it is
-malformed (no score); upstream's ``'yes' in reply.lower()`` would count
-"not yes" as correct.
+
+Verdict rules, one scorer version each:
+
+``longmemeval-anscheck@2`` (the default)
+    Upstream's own: ``label = 'yes' in eval_response.lower()`` on the stripped
+    reply: any reply containing ``yes`` in any case is correct, anything else
+    (``""`` included) is wrong. A missing reply (``None``) is no verdict.
+``longmemeval-anscheck@1``
+    The strict rule of the context-selection protocol: the reply must be
+    ``yes`` or ``no`` with an optional ``.`` or ``!`` (case-insensitive), else it
+    is malformed (no score). Kept so verdicts stored under it stay readable;
+    ``ragledger rescore --metric judge_match`` moves them to @2 from the stored
+    replies, without a model call.
 """
 
 from __future__ import annotations
 
 import re
 
-from generation.scorers.base import ScoreInput, Scorer
+from generation.scorers.base import Scorer
 from warehouse.errors import WarehouseError
 
 _CORRECT = (
@@ -79,6 +88,14 @@ def anscheck_prompt(
 
 
 def parse_reply(reply: str | None) -> float:
+    """Upstream's verdict: 1.0 when the reply contains ``yes`` (any case), else 0.0;
+    :class:`VerdictError` when there is no reply at all."""
+    if reply is None:
+        raise VerdictError("no judge reply")
+    return 1.0 if "yes" in reply.strip().lower() else 0.0
+
+
+def parse_strict(reply: str | None) -> float:
     """1.0 for yes, 0.0 for no; :class:`VerdictError` for anything else."""
     text = (reply or "").strip()
     match = _STRICT.match(text)
@@ -87,16 +104,26 @@ def parse_reply(reply: str | None) -> float:
     return 1.0 if match.group(1).lower() == "yes" else 0.0
 
 
-def _judge_match(item: ScoreInput) -> float:
-    """The verdict of a stored judge reply (``item.prediction`` is the reply)."""
-    return parse_reply(item.prediction)
+_SOURCE = "xiaowu0162/LongMemEval src/evaluation/evaluate_qa.py (get_anscheck_prompt)"
 
-
+#: Upstream's rule (the judge's reply is ``item.prediction``).
 SCORER = Scorer(
     name="longmemeval-anscheck",
+    version=2,
+    rules={"judge_match": lambda item: parse_reply(item.prediction)},
+    source=_SOURCE + ", label = 'yes' in eval_response.lower()",
+    kind="judge",
+    notes="upstream's verdict: a reply containing 'yes' is correct",
+)
+#: Judge scores stored before the rule's id was part of their version
+#: (``judge:ID:longmemeval:PROMPT``) were parsed by the strict rule.
+LEGACY_RULES = {"longmemeval": "longmemeval-anscheck@1"}
+#: The strict yes/no rule of the context-selection protocol (version 1).
+STRICT_SCORER = Scorer(
+    name="longmemeval-anscheck",
     version=1,
-    rules={"judge_match": _judge_match},
-    source="xiaowu0162/LongMemEval src/evaluation/evaluate_qa.py (get_anscheck_prompt)",
+    rules={"judge_match": lambda item: parse_strict(item.prediction)},
+    source=_SOURCE,
     kind="judge",
     notes="strict yes/no verdict (context-selection protocol), not upstream's 'yes' in",
 )

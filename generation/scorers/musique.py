@@ -8,7 +8,8 @@ has no tokens (the raw string is empty, or it normalises to empty) the score is
 from __future__ import annotations
 
 from generation.scorers.base import Scorer, max_over_references
-from generation.scorers.hotpotqa import normalize_answer, overlap_f1
+from generation.scorers.hotpotqa import overlap_f1
+from warehouse.text_rules import normalize_answer
 
 
 def tokens(text: str) -> list[str]:

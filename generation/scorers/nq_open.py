@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import unicodedata
 
-from generation.scorers import hotpotqa
 from generation.scorers.base import Scorer, max_over_references
 from generation.scorers.hotpotqa import overlap_f1
+from warehouse import text_rules
 
 
 def normalize_answer(text: object) -> str:
     value = unicodedata.normalize("NFD", "" if text is None else str(text))
-    return hotpotqa.normalize_answer(value)
+    return text_rules.normalize_answer(value)
 
 
 def exact_match(prediction: str, gold: str) -> float:

@@ -9,7 +9,7 @@ matches.
 from __future__ import annotations
 
 from generation.scorers.base import ScoreInput, Scorer
-from generation.scorers.hotpotqa import normalize_answer
+from warehouse.text_rules import normalize_answer
 
 
 def contains(item: ScoreInput) -> float:

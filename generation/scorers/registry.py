@@ -21,20 +21,22 @@ from generation.scorers import (
 )
 from generation.scorers.base import Scorer
 from warehouse.errors import WarehouseError
+from warehouse.text_rules import benchmark_name
 
 SCORERS: dict[str, Scorer] = {
-    module.SCORER.scorer_id: module.SCORER
-    for module in (
-        hotpotqa,
-        musique,
-        squad,
-        triviaqa,
-        nq_open,
-        babilong,
-        nolima,
-        ragledger,
-        longmemeval,
-        loong,
+    scorer.scorer_id: scorer
+    for scorer in (
+        hotpotqa.SCORER,
+        musique.SCORER,
+        squad.SCORER,
+        triviaqa.SCORER,
+        nq_open.SCORER,
+        babilong.SCORER,
+        nolima.SCORER,
+        ragledger.SCORER,
+        longmemeval.SCORER,
+        longmemeval.STRICT_SCORER,
+        loong.SCORER,
     )
 }
 
@@ -56,10 +58,9 @@ BENCHMARK_DEFAULTS: dict[str, dict[str, str]] = {
     "squad": {"exact_match": "squad-v1.1@1", "token_f1": "squad-v1.1@1"},
     "babilong": {"label": "babilong-official@1"},
     "nolima": {"contains": "nolima-contains@1"},
-    "longmemeval": {"judge_match": "longmemeval-anscheck@1"},
+    "longmemeval": {"judge_match": longmemeval.SCORER.scorer_id},
     "loong": {"perfect_rate": "loong-judge@1"},
 }
-_BENCHMARK_ALIASES = {"nq": "nq-open", "nq_open": "nq-open"}
 
 #: Metric -> scorer for datasets (or metrics) no benchmark default covers.
 GENERIC: dict[str, str] = {
@@ -82,8 +83,7 @@ def get_scorer(scorer_id: str) -> Scorer:
 
 def default_scorer(benchmark: str | None, metric: str) -> Scorer:
     """The scorer a dataset of ``benchmark`` uses for ``metric`` by default."""
-    key = (benchmark or "").lower()
-    key = _BENCHMARK_ALIASES.get(key, key)
+    key = benchmark_name(benchmark)
     scorer_id = BENCHMARK_DEFAULTS.get(key, {}).get(metric) or GENERIC.get(metric)
     if scorer_id is None:
         raise WarehouseError(

@@ -8,7 +8,8 @@ gold answers. SQuAD v2's script is MuSiQue's (``musique-official``).
 from __future__ import annotations
 
 from generation.scorers.base import Scorer, max_over_references
-from generation.scorers.hotpotqa import normalize_answer, overlap_f1
+from generation.scorers.hotpotqa import overlap_f1
+from warehouse.text_rules import normalize_answer
 
 
 def exact_match(prediction: str, gold: str) -> float:

@@ -20,7 +20,8 @@ from generation.packing import PackResult, clip_text
 from generation.tokens import count_tokens
 from warehouse.errors import WarehouseError
 
-SELECTION_SEED = 5768
+#: Seeds random, numpy and torch before each selection (model-backed selectors).
+SELECTOR_TORCH_SEED = 5768
 Provenance = Literal["source_spans", "verbatim"]
 
 
@@ -81,7 +82,7 @@ class Selector:
         """Select from ``context`` for ``query`` within ``budget`` tokens (None: no budget)."""
         if budget is not None and budget < 0:
             raise ValueError(f"`budget` must be non-negative, got {budget}")
-        seed_everything(SELECTION_SEED)
+        seed_everything(SELECTOR_TORCH_SEED)
         source_tokens = count_tokens(context)
         started = time.perf_counter()
         if budget is not None and source_tokens <= budget:

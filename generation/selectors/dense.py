@@ -25,7 +25,8 @@ import numpy as np
 from generation.chunking import Chunk
 from generation.embeddings import EmbeddingStore
 from generation.selectors.base import ModelUnavailableError, resolve_hf_model
-from generation.selectors.ranking import ChunkRanker, order_by_score
+from generation.selectors.ranking import ChunkRanker
+from warehouse.text_rules import order_by_score
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 QUERY_INSTRUCTION = (

@@ -26,7 +26,7 @@ import numpy as np
 from generation.chunking import Chunk
 from generation.selectors.base import ModelUnavailableError
 from generation.selectors.dense import DEFAULT_EMBEDDER, DenseSelector
-from generation.selectors.ranking import order_by_score
+from warehouse.text_rules import order_by_score
 
 DEFAULT_RERANKER = "smollm2-135m-instruct"
 INSTRUCTION = "Given a question, retrieve passages that help answer it"

@@ -21,9 +21,10 @@ import numpy as np
 from generation.chunking import Chunk
 from generation.packing import SourceUnion
 from generation.selectors.base import Selection, from_pack
-from generation.selectors.ranking import ChunkRanker, order_by_score
+from generation.selectors.ranking import ChunkRanker
 from generation.tokens import encode_text
 from warehouse.errors import WarehouseError
+from warehouse.text_rules import order_by_score
 
 BATCH = 20
 SYSTEM = (

@@ -17,8 +17,8 @@ import numpy as np
 
 from generation.chunking import TokenChunker
 from generation.selectors.base import Selection, Selector, resolve_hf_model
-from generation.selectors.ranking import order_by_score
 from generation.tokens import count_tokens
+from warehouse.text_rules import order_by_score
 
 PROVENCE_MODEL = "naver/provence-reranker-debertav3-v1"
 _MODELS: dict[str, Any] = {}

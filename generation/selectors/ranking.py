@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from generation.chunking import CHUNK_OVERLAP, CHUNK_SIZE, Chunk, TokenChunker
 from generation.packing import SourceUnion, pack_concatenation
 from generation.selectors.base import Selection, Selector, from_pack
@@ -67,9 +65,3 @@ class ChunkRanker(Selector):
         else:
             pack = pack_concatenation(ranked, budget)
         return from_pack(pack, source_tokens, n_chunks=len(chunks), n_ranked=len(order))
-
-
-def order_by_score(scores: np.ndarray) -> list[int]:
-    """Indices by (-score, index): a stable descending sort."""
-    scores = np.asarray(scores, dtype=np.float64)
-    return np.lexsort((np.arange(len(scores)), -scores)).tolist()

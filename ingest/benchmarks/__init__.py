@@ -29,6 +29,7 @@ from ingest.benchmarks.base import BenchmarkLoad, Slice, parse_slice
 from ingest.benchmarks.writer import WriteResult, write
 from warehouse.errors import InputError
 from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.text_rules import benchmark_name
 
 LOADERS: dict[str, Callable[..., BenchmarkLoad]] = {
     module.NAME: module.load
@@ -43,7 +44,6 @@ LOADERS: dict[str, Callable[..., BenchmarkLoad]] = {
         loong,
     )
 }
-ALIASES = {"nq": "nq-open", "nq_open": "nq-open", "hotpotqa-distractor": "hotpotqa"}
 
 __all__ = [
     "LOADERS",
@@ -72,7 +72,7 @@ def read_benchmark(
     ``options`` (None values ignored): ``document_manifest`` (LOONG) and
     ``haystack_dir`` (NoLiMa).
     """
-    key = ALIASES.get(name.lower(), name.lower())
+    key = benchmark_name(name)
     if key not in LOADERS:
         raise InputError(
             f"unknown benchmark {name!r}; one of: {', '.join(sorted(LOADERS))}"

@@ -515,17 +515,6 @@ def _flatten(values: Any) -> Iterator[Any]:
             yield value
 
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lowercase, drop punctuation and articles, collapse spaces."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
-
-
 def occurrence_of(text: str, needle: str, char_start: int) -> int:
     """How many times ``needle`` starts in ``text`` before ``char_start`` (overlaps count)."""
     count = 0

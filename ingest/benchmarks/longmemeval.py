@@ -43,8 +43,9 @@ from ingest.benchmarks.base import (
     read_json_or_jsonl,
     records,
 )
-from ingest.benchmarks.policies import LONGMEMEVAL_BM25_TOP20, bm25_rank
+from ingest.benchmarks.policies import LONGMEMEVAL_BM25_TOP20
 from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.text_rules import bm25_rank
 
 NAME = "longmemeval"
 LOADER_VERSION = "longmemeval/2"

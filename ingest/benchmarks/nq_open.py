@@ -54,13 +54,13 @@ from ingest.benchmarks.base import (
     build_items,
     build_load,
     mention_spans,
-    normalize_answer,
     read_json_or_jsonl,
     records,
     titled,
 )
 from warehouse.errors import InputError
 from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.text_rules import normalize_answer
 
 NAME = "nq-open"
 LOADER_VERSION = "nq-open/2"

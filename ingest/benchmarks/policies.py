@@ -10,54 +10,18 @@ Raw policies (``raw.policies``, kind 'raw'; ``config_hash = sha256_json(config)`
 - ``triviaqa-bm25-top20``: the 20 chunks of the item's Wikipedia entity pages with
   the highest BM25 score for the question.
 
-BM25 follows ``specs/context_selection.md`` section 2: rank_bm25 ``BM25Okapi`` with its
-defaults (k1 1.5, b 0.75, epsilon 0.25) over lowercase ``[a-z0-9]+`` tokens, the
-corpus being the item's own units; order by (-score, unit index), so ties keep the
-supplied order. The top-k pool is stored in rank order.
+BM25 is :func:`warehouse.text_rules.bm25_rank` (``specs/context_selection.md``
+section 2) with the corpus being the item's own units; the top-k pool is stored
+in rank order.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-
-import numpy as np
-from rank_bm25 import BM25Okapi
-
 from ingest.benchmarks.base import RawPolicy
+from warehouse.text_rules import BM25_CONFIG
 
-_TOKEN = re.compile(r"[a-z0-9]+")
-BM25_CONFIG = {
-    "implementation": "rank_bm25.BM25Okapi",
-    "k1": 1.5,
-    "b": 0.75,
-    "epsilon": 0.25,
-    "tokens": "lowercase [a-z0-9]+",
-    "order": "-score, then supplied index",
-}
 #: TriviaQA chunking for BM25: windows of this many whitespace-separated words.
 TRIVIAQA_CHUNK_WORDS = 100
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercase ``[a-z0-9]+`` runs."""
-    return _TOKEN.findall(text.lower())
-
-
-def bm25_rank(query: str, units: Sequence[str], k: int) -> list[int]:
-    """Indices of the ``k`` best units for ``query``, best first; ties by index.
-
-    Scores are ``BM25Okapi(corpus).get_scores(query tokens)`` with the corpus made of
-    ``units`` alone. With no units the ranking is empty.
-    """
-    if not units:
-        return []
-    corpus = [tokenize(unit) for unit in units]
-    if not any(corpus):
-        return list(range(min(k, len(units))))
-    scores = np.asarray(BM25Okapi(corpus).get_scores(tokenize(query)), dtype=float)
-    order = np.lexsort((np.arange(len(units)), -scores))
-    return [int(index) for index in order[:k]]
 
 
 def _supplied(benchmark: str, select: str, k: int | None, unit: str) -> dict:

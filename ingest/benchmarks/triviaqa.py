@@ -46,10 +46,10 @@ from ingest.benchmarks.base import (
 from ingest.benchmarks.policies import (
     TRIVIAQA_BM25_TOP20,
     TRIVIAQA_CHUNK_WORDS,
-    bm25_rank,
 )
 from warehouse.errors import InputError
 from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.text_rules import bm25_rank
 
 NAME = "triviaqa"
 LOADER_VERSION = "triviaqa-rc-wikipedia/1"

@@ -32,8 +32,8 @@ from warehouse import transaction
 from warehouse.errors import InputError, WarehouseError
 from warehouse.hashing import canonical_json, sha256_json
 from warehouse.progress import NULL_PROGRESS, Progress
-from warehouse.raw_tables import table as table_contract
 from warehouse.raw_tables import write as write_rows
+from warehouse.table_contracts import table as table_contract
 
 
 @dataclass(frozen=True)

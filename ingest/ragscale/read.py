@@ -14,23 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.errors import InputError, WarehouseError
+from warehouse.file_formats import PAIRED_SCORES_REQUIRED as REQUIRED_SCORE_COLUMNS
 from warehouse.files import jsonl_records, read_csv, read_text, read_yaml, yaml_lines
 from warehouse.hashing import sha256_json, sha256_text
 
 SOURCE = "ragscale"
 SCORER_VERSION = "ragscale-0.5.1"
-REQUIRED_SCORE_COLUMNS = (
-    "example_id",
-    "reader",
-    "reader_family",
-    "raw_score",
-    "compressed_score",
-    "candidate_pool_id",
-    "compressed_artifact_hash",
-    "compressor_id",
-    "raw_policy_id",
-    "metric",
-)
 RESERVED_JSONL = {"artifact_manifest.jsonl", "records.jsonl", "call_cache.jsonl"}
 
 

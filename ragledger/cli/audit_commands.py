@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from analysis.selection import SELECTION_SEED
+from analysis.selection import SELECTION_BOOTSTRAP_SEED
 from analysis.settings import AuditSettings
 from ragledger.cli.common import database_path, error_handler
 from ragledger.cli.console import RichProgress, console, errors, print_table
@@ -288,7 +288,7 @@ def _print_messages(run: Any) -> None:  # noqa: ANN401
 @click.option(
     "--selection-seed",
     type=int,
-    default=SELECTION_SEED,
+    default=SELECTION_BOOTSTRAP_SEED,
     show_default=True,
     help="Context selection bootstrap seed.",
 )

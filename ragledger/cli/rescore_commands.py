@@ -16,7 +16,7 @@ from ragledger.cli.console import print_fields
 @click.option(
     "--metric",
     required=True,
-    help="Metric to rescore: exact_match, token_f1, contains or label.",
+    help="Metric to rescore: exact_match, token_f1, contains, label or judge_match.",
 )
 @click.option(
     "--scorer",
@@ -44,6 +44,10 @@ def rescore_command(
     score replaces the one in force in raw.scores; both are kept in
     raw.score_versions under their scorer version. Use it when `ragledger build`
     warns that a panel mixes scorer versions, then build again.
+
+    judge_match: stored LongMemEval judge verdicts are parsed again from the
+    replies kept in raw.judge_verdicts under the scorer's rule (default: the
+    benchmark's own, longmemeval-anscheck@2); no model is called.
     """
     from generation.rescore import rescore
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import analysis.store as store
+from warehouse import table_contracts
 from warehouse.errors import WarehouseError
 
 
@@ -91,8 +92,8 @@ def test_declared_pair_rows_carry_the_pairs_bootstrap_seed_and_draws():
     audit = audit_panel(panel, settings)
     pair = pair_audit(panel, readers[0], readers[2], settings=settings, seed=4321)
     rows = store.build_rows([], pairs=[(audit, pair)])
-    seed_at = store.STATISTIC_COLUMNS.index("seed")
-    draws_at = store.STATISTIC_COLUMNS.index("draws")
+    seed_at = table_contracts.STATISTIC_COLUMNS.index("seed")
+    draws_at = table_contracts.STATISTIC_COLUMNS.index("draws")
     assert rows.statistics
     assert {(row[seed_at], row[draws_at]) for row in rows.statistics} == {(4321, 30)}
 

@@ -16,6 +16,7 @@ from generation.judges import (
     judge_generations,
     longmemeval_messages,
     parse_verdict,
+    verdict_of,
 )
 from generation.readers import load_reader_config
 from generation.runner import replay
@@ -44,10 +45,63 @@ def test_verdicts_parse(reply, verdict):
     assert parse_verdict(reply) == verdict
 
 
-@pytest.mark.parametrize("reply", ["maybe", "yes, it is", "", None, "no no"])
+@pytest.mark.parametrize("reply", ["maybe", "", None, "yes and no"])
 def test_unparseable_replies_raise(reply):
     with pytest.raises(VerdictError):
         parse_verdict(reply)
+
+
+#: Reply shapes local and hosted judges give, with the verdict a reader of the
+#: reply would record (written by hand; None: the reply holds no verdict).
+GENERIC_REPLIES = [
+    ("Yes", 1.0),
+    ("Yes.", 1.0),
+    ("yes, the response is correct", 1.0),
+    ("Yes, the predicted answer conveys the same fact.", 1.0),
+    ("**Yes**", 1.0),
+    ("**Answer:** yes", 1.0),
+    ("Answer: no", 0.0),
+    ("Verdict: No.", 0.0),
+    ("No, the predicted answer is wrong.", 0.0),
+    ("no no", 0.0),
+    ("`no`", 0.0),
+    ("  NO!  ", 0.0),
+    ("Final answer: Yes", 1.0),
+    ("Correct.", 1.0),
+    ("Verdict: correct", 1.0),
+    ("Answer: 0", 0.0),
+    ("incorrect", 0.0),
+    ("true", 1.0),
+    ("0", 0.0),
+    ("The answer is yes", 1.0),
+    ("Yes and no.", None),
+    ("No. Actually, yes.", None),
+    ("I cannot tell.", None),
+    ("The predicted answer is correct.", None),
+    ("Maybe", None),
+    ("nothing yet", None),
+    ("eyes", None),
+    ("", None),
+    (None, None),
+]
+
+
+@pytest.mark.parametrize(("reply", "verdict"), GENERIC_REPLIES)
+def test_generic_parser_reads_common_reply_shapes(reply, verdict):
+    if verdict is None:
+        with pytest.raises(VerdictError):
+            parse_verdict(reply)
+    else:
+        assert parse_verdict(reply) == verdict
+
+
+def test_longmemeval_rubric_uses_the_benchmarks_rule_and_strict_stays_strict():
+    # evaluate_qa.py: label = 'yes' in eval_response.lower()
+    assert verdict_of("longmemeval", "Yes, the response is correct.") == (1.0, {})
+    assert verdict_of("longmemeval", "The response is incorrect.") == (0.0, {})
+    assert verdict_of("longmemeval", "YES") == (1.0, {})
+    with pytest.raises(VerdictError):
+        parse_verdict("Yes, the response is correct.", strict=True)
 
 
 def test_strict_longmemeval_parsing():

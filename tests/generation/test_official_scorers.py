@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from generation import scoring
-from generation.scorers import default_scorer, get_scorer
+from generation.scorers import babilong, default_scorer, get_scorer
 from generation.scorers import loong as loong_scorer
 from generation.scorers.base import ScoreInput
 from generation.scorers.longmemeval import TEMPLATES, VerdictError, anscheck_prompt
@@ -236,8 +236,8 @@ def test_babilong_matches_compare_answers():
             bad.append((task, target, output, question, ours, theirs))
     assert bad == []
     # parts are not stripped, as upstream: "milk, apple" never matches
-    assert scoring.babilong_label("milk, apple", "milk, apple", "What?", "qa8") == 0.0
-    assert scoring.babilong_label("milk, apple", "milk,apple", "What?", "qa8") == 1.0
+    assert babilong.compare_answers("milk, apple", "milk, apple", "What?", "qa8") == 0.0
+    assert babilong.compare_answers("milk,apple", "milk, apple", "What?", "qa8") == 1.0
 
 
 def test_nolima_matches_evaluate_response_contains():
@@ -284,6 +284,21 @@ def test_longmemeval_verdicts_are_strict_where_upstream_is_loose():
     assert scorer.score("judge_match", ScoreInput("Yes.", ("x",))) == 1.0
     with pytest.raises(VerdictError):
         scorer.score("judge_match", ScoreInput("not yes", ("x",)))
+
+
+def test_longmemeval_default_verdict_is_upstreams_label():
+    official = _load("longmemeval_evaluate_qa")
+    scorer = get_scorer("longmemeval-anscheck@2")
+    rng = random.Random(23)
+    bits = ["yes", "Yes", "YES", "no", "No", "not", "eyes", "y", "es", ",", ".", "!",
+            " ", "\n", "**", "correct", "The response is", "Answer:"]  # fmt: skip
+    replies = ["", "yes", "No.", "Yes, the response is correct.", "not yes", "yEs"]
+    replies += [
+        "".join(rng.choice(bits) for _ in range(rng.randint(0, 6))) for _ in range(2400)
+    ]
+    for reply in replies:
+        ours = scorer.score("judge_match", ScoreInput(reply, ("x",)))
+        assert ours == float(official.upstream_label(reply)), reply
 
 
 def _loong_replies(seed: int, n: int) -> list[str]:
@@ -352,7 +367,7 @@ def test_loong_judge_prompt_matches_get_evaluate_prompts():
         ("nq", "exact_match", "nq-open-orqa@1"),
         ("babilong", "label", "babilong-official@1"),
         ("nolima", "contains", "nolima-contains@1"),
-        ("longmemeval", "judge_match", "longmemeval-anscheck@1"),
+        ("longmemeval", "judge_match", "longmemeval-anscheck@2"),
         ("loong", "perfect_rate", "loong-judge@1"),
         (None, "token_f1", "hotpotqa-official@1"),
         ("hotpotqa", "contains", "ragledger-contains@1"),

@@ -8,13 +8,13 @@ import pytest
 from generation.chunking import TokenChunker
 from generation.policies import REGISTRY, get_policy
 from generation.selectors.base import ModelUnavailableError
-from generation.selectors.bm25 import BM25Selector, bm25_scores, bm25_tokens
+from generation.selectors.bm25 import BM25Selector
 from generation.selectors.dense_rerank import candidate_depth
 from generation.selectors.head_tail import HeadTailSelector
 from generation.selectors.lm_filter import parse_scores
-from generation.selectors.ranking import order_by_score
 from generation.tokens import count_tokens, decode, encode
 from warehouse.hashing import sha256_json
+from warehouse.text_rules import bm25_scores, bm25_tokens, order_by_score
 
 DATASET = "hotpotqa-demo-100"
 

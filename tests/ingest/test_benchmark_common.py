@@ -141,7 +141,8 @@ def test_slice_parsing_and_selection(tmp_path):
 
 
 def test_answers_dedupe_and_normalise():
-    from ingest.benchmarks.base import answers, normalize_answer
+    from ingest.benchmarks.base import answers
+    from warehouse.text_rules import normalize_answer
 
     assert answers("Paris", ["paris", "Paris", "City of Light"]) == (
         "Paris",

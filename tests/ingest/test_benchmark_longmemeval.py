@@ -8,7 +8,6 @@ import pytest
 
 import warehouse
 from ingest.benchmarks import ingest_benchmark
-from ingest.benchmarks.policies import bm25_rank
 from tests.ingest.test_benchmark_common import (
     check_pool_ids,
     check_spans_select_their_text,
@@ -18,6 +17,7 @@ from tests.ingest.test_benchmark_common import (
     spans,
 )
 from warehouse.errors import InputError
+from warehouse.text_rules import bm25_rank
 
 
 def _question(qid, sessions, dates, answer="Max"):

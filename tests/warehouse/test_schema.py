@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 import warehouse
-from warehouse import schema
+from warehouse import raw_tables, schema, table_contracts
 from warehouse.errors import WarehouseError
 
 
@@ -101,3 +101,92 @@ def test_transaction_rolls_back_on_error():
         )
         raise RuntimeError("boom")
     assert con.execute("select count(*) from raw.reader_families").fetchone() == (0,)
+
+
+VERSION_COLUMNS = ("generation_id", "metric", "scorer_version", "score", "status")
+
+
+def test_keep_rule_keeps_the_first_row_per_key():
+    con = warehouse.connect(":memory:")
+    with warehouse.transaction(con):
+        result = raw_tables.write(
+            con,
+            "raw.score_versions",
+            VERSION_COLUMNS,
+            [("g", "em", "a@1", 0.0, "ok"), ("g", "em", "a@1", 1.0, "ok")],
+        )
+    assert (result.inserted, result.skipped) == (1, 0)
+    with warehouse.transaction(con):
+        result = raw_tables.write(
+            con,
+            "raw.score_versions",
+            VERSION_COLUMNS,
+            [("g", "em", "a@1", 1.0, "ok"), ("g", "em", "b@1", 1.0, "ok")],
+        )
+    assert (result.inserted, result.skipped) == (1, 1)
+    rows = con.execute(
+        "select scorer_version, score from raw.score_versions order by 1"
+    ).fetchall()
+    assert rows == [("a@1", 0.0), ("b@1", 1.0)]
+
+
+AUDIT = ("audit_id", "panel_id", "mode", "input_fingerprint", "code_version",
+         "settings_json", "summary_json")  # fmt: skip
+STAT = ("audit_id", "panel_id", "statistic", "counts_json", "input_fingerprint",
+        "code_version")  # fmt: skip
+
+
+def test_an_audit_replaced_takes_its_old_statistics_with_it():
+    con = warehouse.connect(":memory:")
+
+    def audit(audit_id: str, statistics: list[str]) -> None:
+        with warehouse.transaction(con):
+            raw_tables.write(
+                con, "analysis.audits", AUDIT,
+                [(audit_id, "p", "panel", "f", "v", "{}", "{}")],
+            )  # fmt: skip
+            raw_tables.write(
+                con, "analysis.statistics", STAT,
+                [(audit_id, "p", name, "{}", "f", "v") for name in statistics],
+            )  # fmt: skip
+
+    audit("x", ["s1", "s2"])
+    audit("y", ["s1"])
+    audit("x", ["s3"])  # the rerun of x has no s1 or s2 any more
+    rows = con.execute(
+        "select audit_id, statistic from analysis.statistics order by all"
+    ).fetchall()
+    assert rows == [("x", "s3"), ("y", "s1")]
+    stamped = con.execute(
+        "select count(*) from analysis.audits where created_at is not null"
+    ).fetchone()
+    assert stamped == (2,)
+    with pytest.raises(WarehouseError, match="column 'mode' is 'bogus'"):
+        raw_tables.write(
+            con, "analysis.audits", AUDIT, [("z", "p", "bogus", "f", "v", "{}", "{}")]
+        )
+
+
+def test_declared_contract_columns_are_the_tables_columns():
+    con = warehouse.connect(":memory:")
+    declared = [t for t in table_contracts.TABLES.values() if t.columns]
+    assert {t.name for t in declared} >= {
+        "analysis.audits",
+        "analysis.statistics",
+        "analysis.reader_results",
+    }
+    for contract in declared:
+        schema, name = contract.name.split(".")
+        stored = {
+            column
+            for (column,) in con.execute(
+                "select column_name from information_schema.columns "
+                "where table_schema = ? and table_name = ?",
+                [schema, name],
+            ).fetchall()
+        }
+        assert set(contract.columns) | {contract.stamp} - {None} == stored, (
+            contract.name
+        )
+    with pytest.raises(WarehouseError, match="no column.*bogus"):
+        raw_tables.write(con, "analysis.statistics", ("audit_id", "bogus"), [("a", 1)])

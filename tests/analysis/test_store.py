@@ -23,15 +23,17 @@ from tests.analysis.simulate import binary_panel, continuous_panel
 from warehouse.errors import WarehouseError
 
 SMALL = AuditSettings(draws=60, splits=50, null_draws=3, null_splits=10, pair_draws=50)
-MIGRATION = (
-    Path(__file__).resolve().parents[2] / "warehouse/migrations/0005_analysis.sql"
-)
+MIGRATIONS = [
+    Path(__file__).resolve().parents[2] / f"warehouse/migrations/{name}.sql"
+    for name in ("0005_analysis", "0012_audit_multiplicity")
+]
 TABLES = ("audits", "statistics", "reader_results")
 
 
 def analysis_schema(path: Path, *, keys: bool = True) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(str(path))
-    con.execute(MIGRATION.read_text())
+    for migration in MIGRATIONS:
+        con.execute(migration.read_text())
     if not keys:  # CREATE TABLE AS copies columns, never constraints
         for table in TABLES:
             con.execute(

@@ -20,6 +20,7 @@ import duckdb
 
 from warehouse import extensions, lake
 from warehouse.errors import WarehouseError
+from warehouse.redaction import redact
 from warehouse.lake import (
     DATABASE_ENV,
     LAKE_ALIAS,
@@ -40,8 +41,9 @@ __all__ = [
     "transaction",
 ]
 
-#: Locations whose lake a transaction of this process committed to (the CLI
-#: republishes their snapshot file when a command ends).
+#: Locations whose lake a transaction of this process committed to, or that it
+#: opened for writing (the CLI brings their snapshot file up to date when a
+#: command ends; a file that already matches the lake costs nothing).
 COMMITTED: set[Location] = set()
 _TEMP_LAKES: dict[str, Location] = {}
 _LOCATIONS: dict[str, Location] = {}
@@ -80,17 +82,21 @@ def connect(
         location = _memory_location()
     else:
         location = resolve(path)
+    created: list[Path] = []
     if read_only or at is not None:
         if not location.exists():
             _refuse_missing(location)
     else:
-        lake.prepare_catalog(location)
-    con = extensions.new_instance()
+        created = lake.prepare_catalog(location)
+    con = extensions.new_instance(extensions.needed(location.catalog))
     try:
         _attach(con, location, read_only=read_only or at is not None, at=at)
     except BaseException:
         con.close()
+        lake.remove_created(created)
         raise
+    if not read_only and at is None and str(location.root) not in _TEMP_LAKES:
+        COMMITTED.add(location)
     con.execute(f"set variable ragledger_lake_root = '{_sql(str(location.root))}'")
     _LOCATIONS[str(location.root)] = location
     if migrate and not read_only and at is None:
@@ -120,11 +126,10 @@ def _attach(
                 continue
             if at is not None and "snapshot" in text.lower():
                 raise WarehouseError(
-                    f"no snapshot {at} in {location.root}: {text.splitlines()[0]}"
+                    f"no snapshot {at} in {location.root}: "
+                    f"{redact(text.splitlines()[0])}"
                 ) from None
-            raise WarehouseError(
-                f"cannot attach the warehouse {location.root}: {text.splitlines()[0]}"
-            ) from None
+            raise WarehouseError(lake.attach_failure(location, text)) from None
     con.execute(f"use {LAKE_ALIAS}")
     # Commits that meet a busy catalog retry with backoff inside DuckLake too.
     con.execute("set ducklake_max_retry_count = 50")

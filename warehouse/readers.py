@@ -50,7 +50,9 @@ def reader_connection(
 
 def lock_down(con: duckdb.DuckDBPyConnection, location: Location) -> None:
     """External access off (but the lake's data files) and configuration locked."""
-    con.execute("set allowed_directories = ?", [[location.data_path]])
+    # a literal, not a parameter: binding a parameter makes DuckDB import pandas
+    folder = "'" + location.data_path.replace("'", "''") + "'"
+    con.execute(f"set allowed_directories = [{folder}]")
     con.execute("set enable_external_access = false")
     con.execute("set lock_configuration = true")
 

@@ -40,6 +40,7 @@ import duckdb
 
 from warehouse import lake
 from warehouse.connections import connect, current_snapshot
+from warehouse.extensions import OFFLINE
 from warehouse.lake import Location, resolve
 
 SCHEMAS = ("raw", "marts", "analysis")
@@ -75,7 +76,7 @@ def file_state(path: Path) -> FileState | None:
     if not path.exists():
         return None
     try:
-        con = duckdb.connect(str(path), read_only=True)
+        con = duckdb.connect(str(path), read_only=True, config=dict(OFFLINE))
     except duckdb.Error:
         return None
     try:

@@ -9,7 +9,10 @@ name lake tables. Writers take the lake's write lock around each transaction
 from __future__ import annotations
 
 import atexit
+import dataclasses
+import os
 import shutil
+import sqlite3
 import tempfile
 import time
 from collections.abc import Iterator
@@ -41,10 +44,12 @@ __all__ = [
     "transaction",
 ]
 
-#: Locations whose lake a transaction of this process committed to, or that it
-#: opened for writing (the CLI brings their snapshot file up to date when a
-#: command ends; a file that already matches the lake costs nothing).
+#: Locations whose lake a transaction of this process committed to (the CLI
+#: brings their snapshot file up to date when a command ends).
 COMMITTED: set[Location] = set()
+#: Locations this process opened for writing: the CLI refreshes their snapshot
+#: file too if it is stale (a killed publish), at no cost when it is current.
+OPENED: set[Location] = set()
 _TEMP_LAKES: dict[str, Location] = {}
 _LOCATIONS: dict[str, Location] = {}
 
@@ -90,13 +95,20 @@ def connect(
         created = lake.prepare_catalog(location)
     con = extensions.new_instance(extensions.needed(location.catalog))
     try:
-        _attach(con, location, read_only=read_only or at is not None, at=at)
+        reading = read_only or at is not None
+        _attach(
+            con,
+            _readable_copy(location) if reading else location,
+            read_only=reading,
+            at=at,
+            shown=location,
+        )
     except BaseException:
         con.close()
         lake.remove_created(created)
         raise
     if not read_only and at is None and str(location.root) not in _TEMP_LAKES:
-        COMMITTED.add(location)
+        OPENED.add(location)
     con.execute(f"set variable ragledger_lake_root = '{_sql(str(location.root))}'")
     _LOCATIONS[str(location.root)] = location
     if migrate and not read_only and at is None:
@@ -107,14 +119,43 @@ def connect(
     return con
 
 
+def _readable_copy(location: Location) -> Location:
+    """``location``, or a copy of its SQLite catalog when its folder is read-only.
+
+    SQLite cannot open a catalog in WAL mode on a read-only folder or medium
+    (it needs its ``-shm`` file), and DuckDB's SQLite extension takes no
+    ``immutable`` URI; a reader then reads a private copy of the catalog (the
+    backup API, from an immutable open) with the lake's own data files.
+    """
+    catalog = location.catalog_file
+    if catalog is None or not catalog.exists() or os.access(catalog.parent, os.W_OK):
+        return location
+    folder = Path(tempfile.mkdtemp(prefix="ragledger-catalog-"))
+    atexit.register(shutil.rmtree, folder, True)
+    copy = folder / "catalog.sqlite"
+    try:
+        source = sqlite3.connect(f"file:{catalog}?immutable=1", uri=True)
+        target = sqlite3.connect(copy)
+        try:
+            source.backup(target)
+        finally:
+            source.close()
+            target.close()
+    except sqlite3.Error as error:
+        raise WarehouseError(lake.catalog_failure(location, str(error))) from None
+    return dataclasses.replace(location, catalog=f"sqlite:{copy}")
+
+
 def _attach(
     con: duckdb.DuckDBPyConnection,
     location: Location,
     *,
     read_only: bool,
     at: int | None,
+    shown: Location | None = None,
 ) -> None:
     statement = location.attach_sql(read_only=read_only, snapshot=at)
+    location = shown or location
     for attempt in range(20):
         try:
             con.execute(statement)

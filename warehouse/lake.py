@@ -122,7 +122,8 @@ def resolve(path: str | Path | Location | None = None) -> Location:
             "or leave --db out for the default"
         )
     target = Path(path).expanduser() if path is not None else default_database_path()
-    target = target.absolute()
+    # normalised ("a/../b" -> "b"): DuckLake compares the data path as text
+    target = Path(os.path.normpath(target.absolute()))
     _refuse_foreign_file(target)
     if target.suffix == ".lake":
         root, snapshot = target, target.with_suffix(".duckdb")
@@ -232,7 +233,11 @@ def prepare_catalog(location: Location) -> list[Path]:
             created.extend(reversed(missing))
         if catalog is not None:
             if catalog.exists() and not os.access(catalog.parent, os.W_OK):
-                return created  # a read-only folder: attaching says what to do
+                raise WarehouseError(
+                    f"the lake at {location.root} is on a read-only folder or "
+                    "medium: reading works (ragledger sql), writing needs a "
+                    "writable copy (nothing was changed)"
+                )
             new = not catalog.exists()
             with sqlite3.connect(catalog) as handle:
                 if new:
@@ -294,6 +299,11 @@ def catalog_failure(location: Location, text: str) -> str:
             f"the lake at {location.root} is on a read-only folder or medium "
             f"({first}); reading works (ragledger sql), writing needs a writable "
             "copy"
+        )
+    if not location.uses_sqlite:
+        return (
+            f"cannot reach the lake's catalog for {location.root}: {first}; check "
+            f"that the server is up and {CATALOG_ENV} (connection string)"
         )
     return f"cannot attach the warehouse {location.root}: {first}"
 

@@ -137,21 +137,29 @@ def _publish_snapshots() -> None:
     """Bring the snapshot file of every lake this command wrote to up to date.
 
     The file is a copy for tools that open only a file; a file that already
-    matches the lake costs nothing. A failure to refresh it never fails the
-    command that wrote the lake: one warning line, and the next command that
-    opens the lake for writing retries.
+    matches the lake costs nothing (a lake merely opened for writing is
+    checked too, so a file left stale by a killed publish is refreshed by the
+    next writing command, even one that changes nothing). A failure to refresh
+    it never fails the command: one warning line when the command committed,
+    and the next writing command retries.
     """
     connections = sys.modules.get("warehouse.connections")
-    if connections is None or not connections.COMMITTED:
+    if connections is None or not (connections.COMMITTED or connections.OPENED):
         return
     from warehouse.redaction import redact
     from warehouse.snapshot_file import publish
 
-    while connections.COMMITTED:
-        location = connections.COMMITTED.pop()
+    committed = {str(location.root) for location in connections.COMMITTED}
+    pending = {str(location.root): location for location in connections.OPENED}
+    pending.update((str(location.root), location) for location in connections.COMMITTED)
+    connections.COMMITTED.clear()
+    connections.OPENED.clear()
+    for root, location in sorted(pending.items()):
         try:
             publish(location)
-        except Exception as error:  # noqa: BLE001 - the job itself has committed
+        except Exception as error:  # noqa: BLE001 - the job itself has ended
+            if root not in committed:
+                continue
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             click.echo(
                 f"warning: snapshot file {location.snapshot_file} not refreshed "

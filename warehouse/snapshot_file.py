@@ -233,9 +233,13 @@ def publish(
                 raise
         finally:
             con.close()
-        with open(partial, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(partial, target)
+        try:
+            with open(partial, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(partial, target)
+        except BaseException:
+            _unlink(partial)
+            raise
         _remove_stale_wal(target)
     return target, snapshot
 

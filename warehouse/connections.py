@@ -183,6 +183,13 @@ def _refuse_missing(location: Location) -> None:
             f"{legacy} is a single-file warehouse (ragledger 0.1) or a copied "
             f"snapshot, not a lake; run `ragledger migrate {legacy}` to convert it"
         )
+    catalog = location.catalog_file
+    if catalog is not None and catalog.parent != location.root:
+        where = "does not exist" if not catalog.parent.is_dir() else "holds no catalog"
+        raise WarehouseError(
+            f"{lake.CATALOG_ENV} names {catalog}, whose folder {where}; fix the "
+            "variable, or run `ragledger init` to create that lake"
+        )
     raise WarehouseError(
         f"no warehouse at {location.root}; run `ragledger init` (or set {DATABASE_ENV})"
     )

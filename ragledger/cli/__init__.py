@@ -41,15 +41,47 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
 COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in LAZY_COMMANDS.values()))
 
 
+class _Commands(dict):
+    """``group.commands``: looking one name up loads one module; listing loads all."""
+
+    def _all(self) -> None:
+        load_all()
+
+    def __iter__(self):  # noqa: ANN204
+        self._all()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._all()
+        return super().__len__()
+
+    def keys(self):  # noqa: ANN201
+        self._all()
+        return super().keys()
+
+    def values(self):  # noqa: ANN201
+        self._all()
+        return super().values()
+
+    def items(self):  # noqa: ANN201
+        self._all()
+        return super().items()
+
+
 class LazyGroup(click.Group):
     """A click group that imports a command's module only when it is used.
 
     click's documented lazy-loading pattern, with ``--help`` listing the
-    commands from :data:`LAZY_COMMANDS` without importing any of them.
+    commands from :data:`LAZY_COMMANDS` without importing any of them; code
+    that walks ``group.commands`` sees every command.
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands(self.commands)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(LAZY_COMMANDS) | set(self.commands))
+        return sorted(set(LAZY_COMMANDS) | set(dict.keys(self.commands)))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands:
@@ -58,7 +90,7 @@ class LazyGroup(click.Group):
                 _load(self, module)
                 if cmd_name in self.commands:
                     break
-        return self.commands.get(cmd_name)
+        return dict.get(self.commands, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         names = self.list_commands(ctx)

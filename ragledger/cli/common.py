@@ -30,7 +30,10 @@ def error_handler(func: F) -> F:
         except WarehouseError as error:
             if os.environ.get("RAGLEDGER_DEBUG"):
                 raise
-            raise click.ClickException(redact(str(error))) from error
+            text = str(error)
+            if _missing_data_file(text):
+                text = describe_duckdb_error(error)
+            raise click.ClickException(redact(text)) from error
         except Exception as error:
             if os.environ.get("RAGLEDGER_DEBUG") or not _is_duckdb_error(error):
                 raise
@@ -44,14 +47,20 @@ def _is_duckdb_error(error: BaseException) -> bool:
     return duckdb is not None and isinstance(error, duckdb.Error)
 
 
+def _missing_data_file(text: str) -> bool:
+    lowered = text.lower()
+    return ".parquet" in lowered and (
+        "no such file" in lowered or "no files found" in lowered
+    )
+
+
 def describe_duckdb_error(error: BaseException) -> str:
     """One line for an error DuckDB raised while a command read or wrote the lake."""
     text = str(error).strip()
     first = redact(text.splitlines()[0] if text else type(error).__name__)
+    first = first.removeprefix("query failed: ")
     lowered = text.lower()
-    if ".parquet" in lowered and (
-        "no such file" in lowered or "no files found" in lowered or "cannot open" in lowered
-    ):
+    if _missing_data_file(text):
         return (
             f"a data file of the lake is missing ({first}); restore the lake's "
             "files/ folder from a backup (nothing was changed)"

@@ -175,7 +175,7 @@ def publish(
     location = location if isinstance(location, Location) else resolve(location)
     target = location.snapshot_file
     quick = lake_state(location)
-    if quick is not None:
+    if quick is not None and not _partial_files(target):
         held = file_state(target)
         if held is not None and (held.identity, held.snapshot) == quick:
             return target, held.snapshot
@@ -451,9 +451,13 @@ def _kernel_copy(source: Path, target: Path) -> None:
             shutil.copyfileobj(src, dst, 1 << 20)
 
 
+def _partial_files(target: Path) -> list[Path]:
+    return list(target.parent.glob(f".{target.name}.*.partial*"))
+
+
 def _remove_stale_partials(target: Path) -> None:
     """Remove ``.NAME.duckdb.PID.partial`` files whose process is gone."""
-    for path in target.parent.glob(f".{target.name}.*.partial*"):
+    for path in _partial_files(target):
         pid = path.name[len(target.name) + 2 :].split(".", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
             continue

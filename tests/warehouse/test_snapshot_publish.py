@@ -239,3 +239,17 @@ def test_a_lake_on_a_read_only_folder_reads_and_refuses_writes_in_one_line(
     assert wrote.returncode == 1
     lines = wrote.stderr.strip().splitlines()
     assert len(lines) == 1 and "read-only" in lines[0], wrote.stderr
+
+
+def test_a_partial_of_a_dead_publisher_beside_a_current_file_is_removed(
+    ingested_lake, matrix_files
+):
+    db = ingested_lake
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    leftover = db.with_name(f".{db.name}.{gone.pid}.partial")
+    leftover.write_bytes(b"half a file")
+    before = db.stat()
+    ragledger(db, "ingest", "matrix", str(matrix_files["a"]))  # already loaded
+    assert not leftover.exists()
+    assert db.stat().st_ino == before.st_ino  # the current file was left alone

@@ -23,7 +23,6 @@ import duckdb
 
 from warehouse import extensions, lake
 from warehouse.errors import WarehouseError
-from warehouse.redaction import redact
 from warehouse.lake import (
     DATABASE_ENV,
     LAKE_ALIAS,
@@ -32,6 +31,7 @@ from warehouse.lake import (
     default_database_path,
     resolve,
 )
+from warehouse.redaction import redact
 
 __all__ = [
     "DATABASE_ENV",

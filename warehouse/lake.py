@@ -216,8 +216,10 @@ def prepare_catalog(location: Location) -> list[Path]:
     """
     created: list[Path] = []
     catalog = location.catalog_file
-    if catalog is not None and not catalog.parent.is_dir() and (
-        catalog.parent != location.root
+    if (
+        catalog is not None
+        and not catalog.parent.is_dir()
+        and (catalog.parent != location.root)
     ):
         raise WarehouseError(
             f"{CATALOG_ENV} names a catalog in {catalog.parent}, which does not "

@@ -18,7 +18,9 @@ import re
 
 MASK = "***"
 
-_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@'\"]*:)[^@\s/'\"]+@")
+_URL_PASSWORD = re.compile(
+    r"(?P<head>[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@'\"]*:)[^@\s/'\"]+@"
+)
 _SECRET_WORDS = (
     r"password|passwd|pwd|secret|token|api[_-]?key|apikey|key|access[_-]?key(?:[_-]?id)?"
     r"|secret[_-]?(?:access[_-]?)?key|session[_-]?token|authorization|auth"

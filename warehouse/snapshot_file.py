@@ -51,7 +51,7 @@ INFO_SCHEMA = "ragledger_snapshot"
 #: Rewrite the file whole when more than this share of it is free blocks.
 MAX_FREE_SHARE = 0.5
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _CHANGE = re.compile(r"([a-z_]+):(\d+)$")
 
 
@@ -124,7 +124,9 @@ def lake_state(location: Location) -> tuple[str, int] | None:
             first = con.execute(
                 "select snapshot_time from ducklake_snapshot where snapshot_id = 0"
             ).fetchone()
-            last = con.execute("select max(snapshot_id) from ducklake_snapshot").fetchone()
+            last = con.execute(
+                "select max(snapshot_id) from ducklake_snapshot"
+            ).fetchone()
     except sqlite3.Error:
         return None
     if first is None or last is None or last[0] is None:
@@ -134,7 +136,7 @@ def lake_state(location: Location) -> tuple[str, int] | None:
     except ValueError:
         return None
     if created.tzinfo is None:
-        created = created.replace(tzinfo=datetime.timezone.utc)
+        created = created.replace(tzinfo=datetime.UTC)
     return str((created - _EPOCH) // datetime.timedelta(microseconds=1)), int(last[0])
 
 
@@ -398,7 +400,7 @@ def _copy_table(
         f"{_literal(name)} and comment is not null and comment <> ''"
     ).fetchall():
         con.execute(
-            f'comment on column published.{_name(*key)}."{column}" is \'{_sql(text)}\''
+            f"comment on column published.{_name(*key)}.\"{column}\" is '{_sql(text)}'"
         )
 
 

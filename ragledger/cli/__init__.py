@@ -92,7 +92,9 @@ class LazyGroup(click.Group):
                     break
         return dict.get(self.commands, cmd_name)
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(
+        self, ctx: click.Context, formatter: click.HelpFormatter
+    ) -> None:
         names = self.list_commands(ctx)
         if not names:
             return
@@ -100,7 +102,9 @@ class LazyGroup(click.Group):
         rows = []
         for name in names:
             if name in LAZY_COMMANDS:
-                text = click.utils.make_default_short_help(LAZY_COMMANDS[name][1], limit)
+                text = click.utils.make_default_short_help(
+                    LAZY_COMMANDS[name][1], limit
+                )
             else:
                 text = self.commands[name].get_short_help_str(limit)
             rows.append((name, text))
@@ -130,9 +134,7 @@ def load_all() -> click.Group:
     return main
 
 
-@click.group(
-    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}
-)
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ragledger")
 @click.option(
     "--db",

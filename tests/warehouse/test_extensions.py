@@ -101,7 +101,9 @@ def _fresh_process_skips_the_check(env) -> bool:
     return done.stdout.strip() == "True"
 
 
-def test_the_record_spares_a_new_process_the_check_until_a_file_changes(verified, tmp_path):
+def test_the_record_spares_a_new_process_the_check_until_a_file_changes(
+    verified, tmp_path
+):
     record = tmp_path / "record.json"
     assert record.exists() and not record.stat().st_mode & 0o077
     env = {**os.environ, extensions.RECORD_ENV: str(record)}
@@ -116,7 +118,9 @@ def test_the_record_spares_a_new_process_the_check_until_a_file_changes(verified
 
 def test_a_record_others_can_write_is_ignored(verified, tmp_path):
     record = tmp_path / "record.json"
-    assert _fresh_process_skips_the_check({**os.environ, extensions.RECORD_ENV: str(record)})
+    assert _fresh_process_skips_the_check(
+        {**os.environ, extensions.RECORD_ENV: str(record)}
+    )
     record.chmod(0o666)
     assert not _fresh_process_skips_the_check(
         {**os.environ, extensions.RECORD_ENV: str(record)}

@@ -62,9 +62,11 @@ def test_a_truncated_catalog(lake_and_state):
     ragledger(db, "sql", "select 1")  # readers leave the WAL checkpointed
     for extra in ("-wal", "-shm"):
         catalog.with_name(catalog.name + extra).unlink(missing_ok=True)
-    catalog.write_bytes(catalog.read_bytes()[: 8192])
+    catalog.write_bytes(catalog.read_bytes()[:8192])
     before = _state(folder)
-    line = _one_line_failure(ragledger(db, "sql", "select count(*) from raw.matrix_rows", check=False))
+    line = _one_line_failure(
+        ragledger(db, "sql", "select count(*) from raw.matrix_rows", check=False)
+    )
     assert "damaged" in line and str(catalog) in line
     assert _state(folder) == before
 
@@ -130,7 +132,9 @@ def test_a_file_that_is_not_a_database_is_refused(tmp_path):
 
 def test_a_deleted_data_file(lake_and_state, matrix_files):
     db, folder, _ = lake_and_state
-    files = sorted((db.with_suffix(".lake") / "files" / "raw" / "matrix_rows").rglob("*.parquet"))
+    files = sorted(
+        (db.with_suffix(".lake") / "files" / "raw" / "matrix_rows").rglob("*.parquet")
+    )
     files[0].unlink()
     before = _state(folder)
     line = _one_line_failure(
@@ -140,7 +144,9 @@ def test_a_deleted_data_file(lake_and_state, matrix_files):
     assert _state(folder) == before
 
 
-def test_an_unreachable_postgres_catalog_hides_its_password_and_leaves_nothing(tmp_path):
+def test_an_unreachable_postgres_catalog_hides_its_password_and_leaves_nothing(
+    tmp_path,
+):
     db = tmp_path / "w.duckdb"
     for catalog in (
         "postgres:dbname=lake host=127.0.0.1 port=9 user=bob password=hunter2secret",

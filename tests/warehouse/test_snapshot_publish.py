@@ -167,7 +167,9 @@ def test_an_open_connection_keeps_the_old_file_until_it_reconnects(
         more = tmp_path / "more.csv.gz"
         added = write_matrix(more, seed=9, scale=0.005)
         ragledger(db, "ingest", "matrix", str(more))
-        assert old.execute("select count(*) from raw.matrix_rows").fetchone()[0] == before
+        assert (
+            old.execute("select count(*) from raw.matrix_rows").fetchone()[0] == before
+        )
     finally:
         old.close()
     again = duckdb.connect(str(db), read_only=True)
@@ -182,7 +184,9 @@ def _read_only_bind(path: Path) -> bool:
     """Mount ``path`` read-only over itself (root in a container); False if not allowed."""
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return False
-    done = subprocess.run(["mount", "--bind", str(path), str(path)], capture_output=True)
+    done = subprocess.run(
+        ["mount", "--bind", str(path), str(path)], capture_output=True
+    )
     if done.returncode != 0:
         return False
     done = subprocess.run(
@@ -226,7 +230,9 @@ def test_a_lake_on_a_read_only_folder_reads_and_refuses_writes_in_one_line(
     if not _read_only_bind(folder):
         pytest.skip("needs a read-only bind mount (root)")
     try:
-        done = ragledger(db, "sql", "--format", "csv", "select count(*) from raw.matrix_rows")
+        done = ragledger(
+            db, "sql", "--format", "csv", "select count(*) from raw.matrix_rows"
+        )
         wrote = ragledger(db, "ingest", "matrix", str(matrix_files["b"]), check=False)
     finally:
         subprocess.run(["umount", str(folder)], check=True)

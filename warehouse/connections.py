@@ -9,7 +9,10 @@ name lake tables. Writers take the lake's write lock around each transaction
 from __future__ import annotations
 
 import atexit
+import dataclasses
+import os
 import shutil
+import sqlite3
 import tempfile
 import time
 from collections.abc import Iterator
@@ -28,6 +31,7 @@ from warehouse.lake import (
     default_database_path,
     resolve,
 )
+from warehouse.redaction import redact
 
 __all__ = [
     "DATABASE_ENV",
@@ -41,8 +45,11 @@ __all__ = [
 ]
 
 #: Locations whose lake a transaction of this process committed to (the CLI
-#: republishes their snapshot file when a command ends).
+#: brings their snapshot file up to date when a command ends).
 COMMITTED: set[Location] = set()
+#: Locations this process opened for writing: the CLI refreshes their snapshot
+#: file too if it is stale (a killed publish), at no cost when it is current.
+OPENED: set[Location] = set()
 _TEMP_LAKES: dict[str, Location] = {}
 _LOCATIONS: dict[str, Location] = {}
 
@@ -80,17 +87,28 @@ def connect(
         location = _memory_location()
     else:
         location = resolve(path)
+    created: list[Path] = []
     if read_only or at is not None:
         if not location.exists():
             _refuse_missing(location)
     else:
-        lake.prepare_catalog(location)
-    con = extensions.new_instance()
+        created = lake.prepare_catalog(location)
+    con = extensions.new_instance(extensions.needed(location.catalog))
     try:
-        _attach(con, location, read_only=read_only or at is not None, at=at)
+        reading = read_only or at is not None
+        _attach(
+            con,
+            _readable_copy(location) if reading else location,
+            read_only=reading,
+            at=at,
+            shown=location,
+        )
     except BaseException:
         con.close()
+        lake.remove_created(created)
         raise
+    if not read_only and at is None and str(location.root) not in _TEMP_LAKES:
+        OPENED.add(location)
     con.execute(f"set variable ragledger_lake_root = '{_sql(str(location.root))}'")
     _LOCATIONS[str(location.root)] = location
     if migrate and not read_only and at is None:
@@ -101,14 +119,43 @@ def connect(
     return con
 
 
+def _readable_copy(location: Location) -> Location:
+    """``location``, or a copy of its SQLite catalog when its folder is read-only.
+
+    SQLite cannot open a catalog in WAL mode on a read-only folder or medium
+    (it needs its ``-shm`` file), and DuckDB's SQLite extension takes no
+    ``immutable`` URI; a reader then reads a private copy of the catalog (the
+    backup API, from an immutable open) with the lake's own data files.
+    """
+    catalog = location.catalog_file
+    if catalog is None or not catalog.exists() or os.access(catalog.parent, os.W_OK):
+        return location
+    folder = Path(tempfile.mkdtemp(prefix="ragledger-catalog-"))
+    atexit.register(shutil.rmtree, folder, True)
+    copy = folder / "catalog.sqlite"
+    try:
+        source = sqlite3.connect(f"file:{catalog}?immutable=1", uri=True)
+        target = sqlite3.connect(copy)
+        try:
+            source.backup(target)
+        finally:
+            source.close()
+            target.close()
+    except sqlite3.Error as error:
+        raise WarehouseError(lake.catalog_failure(location, str(error))) from None
+    return dataclasses.replace(location, catalog=f"sqlite:{copy}")
+
+
 def _attach(
     con: duckdb.DuckDBPyConnection,
     location: Location,
     *,
     read_only: bool,
     at: int | None,
+    shown: Location | None = None,
 ) -> None:
     statement = location.attach_sql(read_only=read_only, snapshot=at)
+    location = shown or location
     for attempt in range(20):
         try:
             con.execute(statement)
@@ -120,11 +167,10 @@ def _attach(
                 continue
             if at is not None and "snapshot" in text.lower():
                 raise WarehouseError(
-                    f"no snapshot {at} in {location.root}: {text.splitlines()[0]}"
+                    f"no snapshot {at} in {location.root}: "
+                    f"{redact(text.splitlines()[0])}"
                 ) from None
-            raise WarehouseError(
-                f"cannot attach the warehouse {location.root}: {text.splitlines()[0]}"
-            ) from None
+            raise WarehouseError(lake.attach_failure(location, text)) from None
     con.execute(f"use {LAKE_ALIAS}")
     # Commits that meet a busy catalog retry with backoff inside DuckLake too.
     con.execute("set ducklake_max_retry_count = 50")
@@ -136,6 +182,13 @@ def _refuse_missing(location: Location) -> None:
         raise WarehouseError(
             f"{legacy} is a single-file warehouse (ragledger 0.1) or a copied "
             f"snapshot, not a lake; run `ragledger migrate {legacy}` to convert it"
+        )
+    catalog = location.catalog_file
+    if catalog is not None and catalog.parent != location.root:
+        where = "does not exist" if not catalog.parent.is_dir() else "holds no catalog"
+        raise WarehouseError(
+            f"{lake.CATALOG_ENV} names {catalog}, whose folder {where}; fix the "
+            "variable, or run `ragledger init` to create that lake"
         )
     raise WarehouseError(
         f"no warehouse at {location.root}; run `ragledger init` (or set {DATABASE_ENV})"

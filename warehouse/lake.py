@@ -22,16 +22,15 @@ files on first use; nothing is ever downloaded.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from warehouse.errors import WarehouseError
+from warehouse.redaction import redact
 
 #: Environment variables (the CLI's ``--db`` sets the first).
 DATABASE_ENV = "RAGLEDGER_DB"
@@ -103,7 +102,12 @@ class Location:
 def default_database_path() -> Path:
     """``$RAGLEDGER_DB`` if set, else ``data/warehouse.duckdb`` in the repository."""
     override = os.environ.get(DATABASE_ENV)
-    if override:
+    if override is not None:
+        if not override.strip():
+            raise WarehouseError(
+                f"{DATABASE_ENV} is set but empty; unset it for the default "
+                "warehouse or name one (NAME.duckdb)"
+            )
         return Path(override).expanduser()
     return REPO_ROOT / "data" / "warehouse.duckdb"
 
@@ -112,8 +116,15 @@ def resolve(path: str | Path | Location | None = None) -> Location:
     """The :class:`Location` that ``path`` (``--db``) names."""
     if isinstance(path, Location):
         return path
+    if path is not None and not str(path).strip():
+        raise WarehouseError(
+            "--db is empty; name a warehouse (NAME.duckdb, whose lake is NAME.lake/) "
+            "or leave --db out for the default"
+        )
     target = Path(path).expanduser() if path is not None else default_database_path()
-    target = target.absolute()
+    # normalised ("a/../b" -> "b"): DuckLake compares the data path as text
+    target = Path(os.path.normpath(target.absolute()))
+    _refuse_foreign_file(target)
     if target.suffix == ".lake":
         root, snapshot = target, target.with_suffix(".duckdb")
     else:
@@ -121,30 +132,187 @@ def resolve(path: str | Path | Location | None = None) -> Location:
         if target.suffix != ".duckdb":
             snapshot = target.with_name(target.name + ".duckdb")
             root = target.with_name(target.name + ".lake")
-    catalog = os.environ.get(CATALOG_ENV) or f"sqlite:{root / 'catalog.sqlite'}"
-    if catalog.startswith("ducklake:"):
-        catalog = catalog[len("ducklake:") :]
+    catalog = _catalog_from_env() or f"sqlite:{root / 'catalog.sqlite'}"
     data_path = os.environ.get(DATA_PATH_ENV) or f"{root / 'files'}/"
     if not data_path.endswith("/"):
         data_path += "/"
     return Location(root, snapshot, catalog, data_path)
 
 
-def prepare_catalog(location: Location) -> None:
+def _refuse_foreign_file(target: Path) -> None:
+    """``--db`` may name a DuckDB file, a lake folder or nothing yet, not a text file."""
+    if target.suffix == ".lake" or not target.exists():
+        return
+    if target.is_dir():
+        raise WarehouseError(
+            f"--db {target} is a folder; name the warehouse file NAME.duckdb (its "
+            "lake is the folder NAME.lake/ beside it)"
+        )
+    try:
+        with open(target, "rb") as handle:
+            header = handle.read(12)
+    except OSError as error:
+        raise WarehouseError(
+            f"cannot read --db {target}: {error.strerror or error}"
+        ) from None
+    if header[8:12] == b"DUCK" or (not header and target.suffix == ".duckdb"):
+        return
+    raise WarehouseError(
+        f"--db {target} is not a DuckDB database; name a warehouse file "
+        "(NAME.duckdb, created by `ragledger init`) or a new name"
+    )
+
+
+#: Catalog kinds whose DuckDB extension ragledger ships (duckdb-ext-* packages).
+CATALOG_SCHEMES = ("sqlite:", "postgres:")
+
+
+def _catalog_from_env() -> str | None:
+    """``RAGLEDGER_CATALOG`` checked: a catalog kind the project ships, a path."""
+    value = os.environ.get(CATALOG_ENV)
+    if value is None:
+        return None
+    text = value.strip()
+    if text.startswith("ducklake:"):
+        text = text[len("ducklake:") :]
+    if text.startswith("postgresql:"):
+        text = "postgres:" + text[len("postgresql:") :]
+    if not text:
+        raise WarehouseError(
+            f"{CATALOG_ENV} is set but empty; unset it to use the lake's own "
+            "SQLite catalog, or set it to sqlite:PATH or postgres:CONNINFO"
+        )
+    if not text.startswith(CATALOG_SCHEMES):
+        scheme = text.split(":", 1)[0] if ":" in text else text
+        raise WarehouseError(
+            f"{CATALOG_ENV} names a {redact(scheme)!r} catalog, which ragledger does "
+            "not support (nothing was downloaded); use sqlite:PATH or "
+            "postgres:CONNINFO"
+        )
+    if text.startswith("sqlite:"):
+        path = text[len("sqlite:") :].strip()
+        if not path:
+            raise WarehouseError(
+                f"{CATALOG_ENV}=sqlite: names no file; set it to sqlite:PATH "
+                "(or unset it)"
+            )
+        resolved = Path(path).expanduser().absolute()
+        if resolved.is_dir():
+            raise WarehouseError(
+                f"{CATALOG_ENV} names the folder {resolved}, not a catalog file; "
+                f"set it to sqlite:{resolved / 'catalog.sqlite'}"
+            )
+        text = f"sqlite:{resolved}"
+    return text
+
+
+def prepare_catalog(location: Location) -> list[Path]:
     """Create the lake folders and put a SQLite catalog in WAL journal mode.
 
     In WAL mode a reader holding an open result blocks no writer's commit (the
     default rollback journal makes commits fail with "database is locked").
+    Returns what it created (folders, a new catalog file), so that a connection
+    that then fails to attach can remove it (:func:`remove_created`).
     """
-    location.root.mkdir(parents=True, exist_ok=True)
-    location.tmp_dir.mkdir(exist_ok=True)
+    created: list[Path] = []
+    catalog = location.catalog_file
+    if (
+        catalog is not None
+        and not catalog.parent.is_dir()
+        and (catalog.parent != location.root)
+    ):
+        raise WarehouseError(
+            f"{CATALOG_ENV} names a catalog in {catalog.parent}, which does not "
+            "exist; create that folder or fix the variable"
+        )
+    folders = [location.root, location.tmp_dir]
     if location.data_path.startswith("/"):
-        Path(location.data_path).mkdir(parents=True, exist_ok=True)
-    if location.uses_sqlite:
-        with sqlite3.connect(location.catalog_file) as catalog:
-            mode = catalog.execute("pragma journal_mode").fetchone()[0]
-            if mode != "wal":
-                catalog.execute("pragma journal_mode=wal")
+        folders.append(Path(location.data_path.rstrip("/")))
+    try:
+        for folder in folders:
+            missing = [p for p in (folder, *folder.parents) if not p.exists()]
+            folder.mkdir(parents=True, exist_ok=True)
+            created.extend(reversed(missing))
+        if catalog is not None:
+            if catalog.exists() and not os.access(catalog.parent, os.W_OK):
+                raise WarehouseError(
+                    f"the lake at {location.root} is on a read-only folder or "
+                    "medium: reading works (ragledger sql), writing needs a "
+                    "writable copy (nothing was changed)"
+                )
+            new = not catalog.exists()
+            with sqlite3.connect(catalog) as handle:
+                if new:
+                    created.append(catalog)
+                mode = handle.execute("pragma journal_mode").fetchone()[0]
+                if mode != "wal":
+                    handle.execute("pragma journal_mode=wal")
+            handle.close()
+    except sqlite3.DatabaseError as error:
+        remove_created(created)
+        raise WarehouseError(catalog_failure(location, str(error))) from None
+    except OSError as error:
+        remove_created(created)
+        raise WarehouseError(
+            f"cannot create the lake at {location.root}: {error.strerror or error} "
+            f"({error.filename or location.root}); choose a writable place with --db"
+        ) from None
+    return created
+
+
+def remove_created(paths: list[Path]) -> None:
+    """Undo :func:`prepare_catalog`: remove what it created, newest first.
+
+    Folders are removed only when empty, so nothing another process wrote
+    meanwhile is lost.
+    """
+    for path in reversed(paths):
+        try:
+            if path.is_dir():
+                path.rmdir()
+            else:
+                for extra in ("", "-wal", "-shm", "-journal"):
+                    path.with_name(path.name + extra).unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def catalog_failure(location: Location, text: str) -> str:
+    """One line for a catalog that cannot be read, naming what to do."""
+    first = redact(text.splitlines()[0] if text else "")
+    lowered = text.lower()
+    if location.uses_sqlite and any(
+        sign in lowered
+        for sign in (
+            "not a database",
+            "malformed",
+            "file is encrypted",
+            "database disk image",
+            "no such table: ducklake",
+        )
+    ):
+        return (
+            f"the lake's catalog {location.catalog_file} is damaged or is not a "
+            f"DuckLake SQLite catalog ({first}); restore it from a backup, or move "
+            f"{location.root} aside and run `ragledger init`"
+        )
+    if "readonly" in lowered or "read-only" in lowered or "read only" in lowered:
+        return (
+            f"the lake at {location.root} is on a read-only folder or medium "
+            f"({first}); reading works (ragledger sql), writing needs a writable "
+            "copy"
+        )
+    if not location.uses_sqlite:
+        return (
+            f"cannot reach the lake's catalog for {location.root}: {first}; check "
+            f"that the server is up and {CATALOG_ENV} (connection string)"
+        )
+    return f"cannot attach the warehouse {location.root}: {first}"
+
+
+def attach_failure(location: Location, text: str) -> str:
+    """One line for an ``ATTACH`` of the lake that failed."""
+    return catalog_failure(location, text)
 
 
 @contextmanager
@@ -177,29 +345,52 @@ def write_lock(location: Location) -> Iterator[None]:
         yield
 
 
+def lock_wait() -> float:
+    """``RAGLEDGER_LOCK_WAIT`` in seconds (default 600), or a one-line error."""
+    text = os.environ.get(LOCK_WAIT_ENV, "").strip() or "600"
+    try:
+        wait = float(text)
+    except ValueError:
+        wait = -1.0
+    if not 0 <= wait < float("inf"):
+        raise WarehouseError(
+            f"{LOCK_WAIT_ENV}={text!r} is not a number of seconds; set it to e.g. "
+            f"600 (or unset it)"
+        )
+    return wait
+
+
 @contextmanager
 def _file_lock(location: Location, name: str, holder: str) -> Iterator[None]:
-    location.root.mkdir(parents=True, exist_ok=True)
-    wait = float(os.environ.get(LOCK_WAIT_ENV, "600"))
+    """An exclusive lock on ``root/name`` by the ``filelock`` library.
+
+    ``filelock`` polls a non-blocking ``flock`` (every 0.05 s here) until the
+    wait runs out, as the hand-written loop it replaced did; it releases on
+    process death like any ``flock``.
+    """
+    from filelock import FileLock, Timeout  # imported here: it costs ~0.1 s
+
+    wait = lock_wait()
     path = location.root / name
-    with open(path, "a+") as handle:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise WarehouseError(
-                        f"{holder} {location.root} "
-                        f"(waited {wait:g} s for {path}); try again when it ends "
-                        f"or raise {LOCK_WAIT_ENV}"
-                    ) from None
-                time.sleep(0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    try:
+        location.root.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(path, timeout=wait)
+        lock.acquire(poll_interval=0.05)
+    except Timeout:
+        raise WarehouseError(
+            f"{holder} {location.root} "
+            f"(waited {wait:g} s for {path}); try again when it ends "
+            f"or raise {LOCK_WAIT_ENV}"
+        ) from None
+    except OSError as error:
+        raise WarehouseError(
+            f"cannot take the lock {path}: {error.strerror or error}; the lake "
+            "folder must be writable to write (reading works without it)"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _literal(text: str) -> str:

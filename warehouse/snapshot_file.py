@@ -1,47 +1,164 @@
 """The published snapshot: a plain ``.duckdb`` file for tools that open only a file.
 
-After every job that committed, the lake's ``marts`` and ``analysis`` tables (and
-``raw`` unless told otherwise) are copied, as of one snapshot, into a new file
+After every job that wrote, the lake's ``marts`` and ``analysis`` tables (and
+``raw`` unless told otherwise) are published, as of one snapshot, into a file
 written by DuckDB 1.4 (a storage version every DuckDB 1.x client opens), which
-is then renamed over the old one: a reader of the file sees the previous
-snapshot or the new one. ``ragledger_snapshot.info`` in the file names the lake
-snapshot it holds.
+is renamed over the old one: a reader of the file sees the previous snapshot or
+the new one, never half of a publish.
+
+The file says what it holds: ``ragledger_snapshot.info`` names the lake (its
+identity, see :func:`lake_state`) and the snapshot; ``ragledger_snapshot.tables``
+names each table's DuckLake table id. A publish costs what changed since:
+
+- file and lake agree (same identity, same snapshot): nothing is written, and
+  for a SQLite catalog the check reads the catalog with ``sqlite3`` alone;
+- otherwise the previous file is copied beside itself by the kernel
+  (``copy_file_range``), and in that copy only the tables whose lake history
+  changed since the file's snapshot are touched: a table that only received
+  inserts gets just those rows (``ducklake_table_insertions``), a table that
+  was rewritten, deleted from, altered or re-created is copied whole, a
+  dropped table is dropped; then the copy is renamed over the file;
+- a file of another lake (deleted and re-created), of a newer snapshot than the
+  lake, of an older format, or more than half free space is written anew.
+
+A publish killed midway leaves ``.NAME.duckdb.PID.partial``; the next publish
+removes partials of processes that are gone.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
+import re
+import shutil
+import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
 from warehouse import lake
 from warehouse.connections import connect, current_snapshot
+from warehouse.extensions import OFFLINE
 from warehouse.lake import Location, resolve
 
 SCHEMAS = ("raw", "marts", "analysis")
 #: Set to 0 to skip refreshing the snapshot file after jobs (e.g. bulk scripts).
 PUBLISH_ENV = "RAGLEDGER_PUBLISH"
+#: The schema in the file that says what it holds.
+INFO_SCHEMA = "ragledger_snapshot"
+#: Rewrite the file whole when more than this share of it is free blocks.
+MAX_FREE_SHARE = 0.5
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_CHANGE = re.compile(r"([a-z_]+):(\d+)$")
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What a published file holds."""
+
+    identity: str | None
+    snapshot: int
+    #: (schema, table) -> DuckLake table id (empty: a file of an older format)
+    tables: dict[tuple[str, str], int]
 
 
 def published_snapshot(path: Path) -> int | None:
     """The lake snapshot id a published file holds (None: no file or not ours)."""
+    state = file_state(path)
+    return None if state is None else state.snapshot
+
+
+def file_state(path: Path) -> FileState | None:
+    """Read ``ragledger_snapshot`` of a published file (None: no file or not ours)."""
     if not path.exists():
         return None
     try:
-        con = duckdb.connect(str(path), read_only=True)
+        con = duckdb.connect(str(path), read_only=True, config=dict(OFFLINE))
     except duckdb.Error:
         return None
     try:
+        columns = {
+            name
+            for (name,) in con.execute(
+                "select column_name from duckdb_columns() where schema_name = "
+                f"'{INFO_SCHEMA}' and table_name = 'info'"
+            ).fetchall()
+        }
+        if "snapshot_id" not in columns:
+            return None
+        identity = "lake_identity" if "lake_identity" in columns else "null"
         row = con.execute(
-            "select snapshot_id from ragledger_snapshot.info limit 1"
+            f"select snapshot_id, {identity} from {INFO_SCHEMA}.info limit 1"
         ).fetchone()
+        if row is None:
+            return None
+        tables: dict[tuple[str, str], int] = {}
+        if identity != "null":
+            for schema, name, table_id in con.execute(
+                f"select schema_name, table_name, table_id from {INFO_SCHEMA}.tables"
+            ).fetchall():
+                tables[(schema, name)] = int(table_id)
     except duckdb.Error:
         return None
     finally:
         con.close()
-    return None if row is None else int(row[0])
+    return FileState(row[1], int(row[0]), tables)
+
+
+def lake_state(location: Location) -> tuple[str, int] | None:
+    """The lake's identity and current snapshot, read cheaply (None: ask DuckDB).
+
+    The identity is the creation time of snapshot 0 in microseconds since the
+    epoch: a lake deleted and re-created at the same path has another one. For
+    a SQLite catalog both come from the catalog file by ``sqlite3`` (no DuckDB
+    instance, no extensions); other catalogs answer None here.
+    """
+    catalog = location.catalog_file
+    if catalog is None or not catalog.exists():
+        return None
+    try:
+        with sqlite3.connect(f"file:{catalog}?mode=ro", uri=True) as con:
+            first = con.execute(
+                "select snapshot_time from ducklake_snapshot where snapshot_id = 0"
+            ).fetchone()
+            last = con.execute(
+                "select max(snapshot_id) from ducklake_snapshot"
+            ).fetchone()
+    except sqlite3.Error:
+        return None
+    if first is None or last is None or last[0] is None:
+        return None
+    try:
+        created = datetime.datetime.fromisoformat(str(first[0]))
+    except ValueError:
+        return None
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=datetime.UTC)
+    return str((created - _EPOCH) // datetime.timedelta(microseconds=1)), int(last[0])
+
+
+def _lake_identity(con: duckdb.DuckDBPyConnection) -> str:
+    (micros,) = con.execute(
+        f"select epoch_us(snapshot_time) from {lake.LAKE_ALIAS}.snapshots() "
+        "where snapshot_id = 0"
+    ).fetchone()
+    return str(micros)
+
+
+def is_current(location: Location | str | Path | None = None) -> bool:
+    """True when the published file holds the lake's current snapshot (cheap)."""
+    location = location if isinstance(location, Location) else resolve(location)
+    state = lake_state(location)
+    held = file_state(location.snapshot_file)
+    return (
+        state is not None
+        and held is not None
+        and held.identity == state[0]
+        and held.snapshot == state[1]
+    )
 
 
 def publish(
@@ -50,79 +167,331 @@ def publish(
     include_raw: bool = True,
     schemas: Sequence[str] = SCHEMAS,
 ) -> tuple[Path, int] | None:
-    """Write the snapshot file for the lake's current snapshot; return (file, id).
+    """Bring the snapshot file to the lake's current snapshot; return (file, id).
 
-    Skipped (None) when the file already holds this snapshot or a newer one,
-    or when ``RAGLEDGER_PUBLISH=0``.
+    Nothing is written when the file already holds this lake's current
+    snapshot; None when ``RAGLEDGER_PUBLISH=0``.
     """
     if os.environ.get(PUBLISH_ENV, "1") == "0":
         return None
     location = location if isinstance(location, Location) else resolve(location)
     target = location.snapshot_file
+    quick = lake_state(location)
+    if quick is not None and not _partial_files(target):
+        held = file_state(target)
+        if held is not None and (held.identity, held.snapshot) == quick:
+            return target, held.snapshot
     with lake.publish_lock(location):
+        _remove_stale_partials(target)
         con = connect(location, read_only=True)
         try:
             snapshot = current_snapshot(con)
-            held = published_snapshot(target)
-            if held is not None and held >= snapshot:
-                return target, held
+            identity = _lake_identity(con)
+            held = file_state(target)
+            if held is not None and (held.identity, held.snapshot) == (
+                identity,
+                snapshot,
+            ):
+                return target, snapshot
             con.execute(location.attach_sql(alias="pinned", snapshot=snapshot))
-            partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-            partial.unlink(missing_ok=True)
-            con.execute(f"attach '{_sql(str(partial))}' as published")
             chosen = [s for s in schemas if include_raw or s != "raw"]
-            tables = con.execute(
-                "select schema_name, table_name, comment from duckdb_tables() "
-                "where database_name = 'pinned' and schema_name in "
-                "(select unnest(?::varchar[])) order by schema_name, table_name",
-                [chosen],
-            ).fetchall()
-            columns = con.execute(
-                "select schema_name, table_name, column_name, comment "
-                "from duckdb_columns() where database_name = 'pinned' and comment "
-                "is not null and comment <> ''"
-            ).fetchall()
-            con.execute("begin transaction")
-            for schema in sorted({schema for schema, _, _ in tables}):
-                con.execute(f'create schema published."{schema}"')
-            for schema, name, comment in tables:
-                con.execute(
-                    f'create table published."{schema}"."{name}" as '
-                    f'select * from pinned."{schema}"."{name}"'
-                )
-                if comment:
-                    con.execute(
-                        f'comment on table published."{schema}"."{name}" '
-                        f"is '{_sql(comment)}'"
-                    )
-            published = {(schema, name) for schema, name, _ in tables}
-            for schema, name, column, comment in columns:
-                if (schema, name) in published:
-                    con.execute(
-                        f'comment on column published."{schema}"."{name}"."{column}" '
-                        f"is '{_sql(comment)}'"
-                    )
-            con.execute("create schema published.ragledger_snapshot")
-            con.execute(
-                "create table published.ragledger_snapshot.info as select "
-                "?::bigint as snapshot_id, ?::varchar as lake, "
-                "current_timestamp as published_at",
-                [snapshot, str(location.root)],
+            wanted = _tables_at(con, snapshot, chosen)
+            partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+            _unlink(partial)
+            incremental = (
+                held is not None
+                and held.identity == identity
+                and held.snapshot <= snapshot
+                and bool(held.tables)
             )
-            con.execute("commit")
-            con.execute("detach published")
+            try:
+                if incremental:
+                    assert held is not None
+                    _kernel_copy(target, partial)
+                    con.execute(f"attach '{_sql(str(partial))}' as published")
+                    if _mostly_free(con):
+                        con.execute("detach published")
+                        _unlink(partial)
+                        incremental = False
+                changes = (
+                    _changes_since(con, held.snapshot, snapshot)
+                    if incremental and held is not None
+                    else None
+                )
+                if changes is None and incremental:
+                    con.execute("detach published")  # history expired: write anew
+                    _unlink(partial)
+                    incremental = False
+                if incremental and held is not None and changes is not None:
+                    _update(con, held, wanted, changes, held.snapshot, snapshot)
+                else:
+                    con.execute(f"attach '{_sql(str(partial))}' as published")
+                    _write_all(con, wanted)
+                _write_info(con, location, identity, snapshot, wanted)
+                con.execute("detach published")
+            except BaseException:
+                con.close()
+                _unlink(partial)
+                raise
         finally:
             con.close()
-        with open(partial, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(partial, target)
+        try:
+            with open(partial, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(partial, target)
+        except BaseException:
+            _unlink(partial)
+            raise
         _remove_stale_wal(target)
     return target, snapshot
+
+
+def _tables_at(
+    con: duckdb.DuckDBPyConnection, snapshot: int, schemas: Sequence[str]
+) -> dict[tuple[str, str], tuple[int, str | None]]:
+    """(schema, table) -> (table id, comment) of the chosen schemas at ``snapshot``."""
+    comments = {
+        (schema, name): comment
+        for schema, name, comment in con.execute(
+            "select schema_name, table_name, comment from duckdb_tables() "
+            "where database_name = 'pinned' and schema_name in "
+            f"({', '.join(_literal(schema) for schema in schemas) or 'null'})"
+        ).fetchall()
+    }
+    meta = f"__ducklake_metadata_{lake.LAKE_ALIAS}"
+    at = int(snapshot)  # literals, not parameters: binding one imports pandas
+    ids = {
+        (schema, name): int(table_id)
+        for table_id, schema, name in con.execute(
+            f"select t.table_id, s.schema_name, t.table_name "
+            f"from {meta}.ducklake_table t join {meta}.ducklake_schema s "
+            "on s.schema_id = t.schema_id "
+            f"where t.begin_snapshot <= {at} "
+            f"and (t.end_snapshot is null or t.end_snapshot > {at}) "
+            f"and s.begin_snapshot <= {at} "
+            f"and (s.end_snapshot is null or s.end_snapshot > {at})"
+        ).fetchall()
+    }
+    return {key: (ids[key], comments[key]) for key in sorted(comments) if key in ids}
+
+
+def _changes_since(
+    con: duckdb.DuckDBPyConnection, start: int, end: int
+) -> dict[int, set[str]] | None:
+    """Table id -> the kinds of change made to it in snapshots (start, end].
+
+    None when part of that history is gone (snapshots expired by ``maintain``):
+    then only a whole new file is right.
+    """
+    meta = f"__ducklake_metadata_{lake.LAKE_ALIAS}"
+    (kept,) = con.execute(
+        f"select count(*) from {meta}.ducklake_snapshot "
+        f"where snapshot_id >= {int(start)} and snapshot_id <= {int(end)}"
+    ).fetchone()
+    rows = con.execute(
+        f"select changes_made from {meta}.ducklake_snapshot_changes "
+        f"where snapshot_id > {int(start)} and snapshot_id <= {int(end)}"
+    ).fetchall()
+    if kept != end - start + 1 or len(rows) != end - start:
+        return None
+    changes: dict[int, set[str]] = {}
+    for (text,) in rows:
+        for entry in _split_changes(text or ""):
+            match = _CHANGE.match(entry)
+            if match:
+                changes.setdefault(int(match.group(2)), set()).add(match.group(1))
+    return changes
+
+
+def _split_changes(text: str) -> list[str]:
+    """Split ``changes_made`` on commas outside double-quoted names."""
+    parts, current, quoted = [], [], False
+    for char in text:
+        if char == '"':
+            quoted = not quoted
+        if char == "," and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return [part.strip() for part in parts if part.strip()]
+
+
+def _mostly_free(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute(
+        "select total_blocks, free_blocks from pragma_database_size() "
+        "where database_name = 'published'"
+    ).fetchone()
+    return row is not None and row[0] > 0 and row[1] > MAX_FREE_SHARE * row[0]
+
+
+def _update(
+    con: duckdb.DuckDBPyConnection,
+    held: FileState,
+    wanted: dict[tuple[str, str], tuple[int, str | None]],
+    changes: dict[int, set[str]],
+    start: int,
+    end: int,
+) -> None:
+    """Bring the copied file from snapshot ``start`` to ``end``, table by table."""
+    con.execute("begin transaction")
+    present = set(
+        con.execute(
+            "select schema_name, table_name from duckdb_tables() "
+            "where database_name = 'published'"
+        ).fetchall()
+    )
+    for key in sorted(set(held.tables) - set(wanted)):
+        if key in present:
+            con.execute(f"drop table published.{_name(*key)}")
+    schemas = {
+        name
+        for (name,) in con.execute(
+            "select schema_name from duckdb_schemas() where database_name = 'published'"
+        ).fetchall()
+    }
+    for key, (table_id, comment) in wanted.items():
+        kinds = changes.get(table_id, set())
+        same = held.tables.get(key) == table_id and key in present
+        if same and not kinds:
+            continue
+        if same and kinds == {"inserted_into_table"}:
+            schema, name = key
+            con.execute(
+                f"insert into published.{_name(*key)} by name select * from "
+                f"ducklake_table_insertions('pinned', '{_sql(schema)}', "
+                f"'{_sql(name)}', {start + 1}, {end})"
+            )
+            continue
+        if key[0] not in schemas:
+            con.execute(f'create schema published."{key[0]}"')
+            schemas.add(key[0])
+        if key in present:
+            con.execute(f"drop table published.{_name(*key)}")
+        _copy_table(con, key, comment)
+    con.execute("commit")
+
+
+def _write_all(
+    con: duckdb.DuckDBPyConnection,
+    wanted: dict[tuple[str, str], tuple[int, str | None]],
+) -> None:
+    con.execute("begin transaction")
+    for schema in sorted({schema for schema, _ in wanted}):
+        con.execute(f'create schema published."{schema}"')
+    for key, (_, comment) in wanted.items():
+        _copy_table(con, key, comment)
+    con.execute("commit")
+
+
+def _copy_table(
+    con: duckdb.DuckDBPyConnection, key: tuple[str, str], comment: str | None
+) -> None:
+    schema, name = key
+    con.execute(
+        f"create table published.{_name(*key)} as select * from pinned.{_name(*key)}"
+    )
+    if comment:
+        con.execute(f"comment on table published.{_name(*key)} is '{_sql(comment)}'")
+    for column, text in con.execute(
+        "select column_name, comment from duckdb_columns() where database_name = "
+        f"'pinned' and schema_name = {_literal(schema)} and table_name = "
+        f"{_literal(name)} and comment is not null and comment <> ''"
+    ).fetchall():
+        con.execute(
+            f"comment on column published.{_name(*key)}.\"{column}\" is '{_sql(text)}'"
+        )
+
+
+def _write_info(
+    con: duckdb.DuckDBPyConnection,
+    location: Location,
+    identity: str,
+    snapshot: int,
+    wanted: dict[tuple[str, str], tuple[int, str | None]],
+) -> None:
+    con.execute("begin transaction")
+    con.execute(f"create schema if not exists published.{INFO_SCHEMA}")
+    con.execute(
+        f"create or replace table published.{INFO_SCHEMA}.info as select "
+        f"{int(snapshot)}::bigint as snapshot_id, "
+        f"{_literal(str(location.root))}::varchar as lake, "
+        f"{_literal(identity)}::varchar as lake_identity, "
+        "current_timestamp as published_at"
+    )
+    con.execute(
+        f"create or replace table published.{INFO_SCHEMA}.tables ("
+        "schema_name varchar, table_name varchar, table_id bigint)"
+    )
+    rows = ", ".join(
+        f"({_literal(schema)}, {_literal(name)}, {int(table_id)})"
+        for (schema, name), (table_id, _) in wanted.items()
+    )
+    if rows:
+        con.execute(f"insert into published.{INFO_SCHEMA}.tables values {rows}")
+    con.execute("commit")
+
+
+def _kernel_copy(source: Path, target: Path) -> None:
+    """Copy a file inside the kernel (``copy_file_range``; a reflink where possible)."""
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        size = os.fstat(src.fileno()).st_size
+        copied = 0
+        try:
+            while copied < size:
+                done = os.copy_file_range(src.fileno(), dst.fileno(), size - copied)
+                if done == 0:
+                    break
+                copied += done
+        except OSError:
+            copied = -1
+        if copied != size:
+            src.seek(0)
+            dst.seek(0)
+            dst.truncate()
+            shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def _partial_files(target: Path) -> list[Path]:
+    return list(target.parent.glob(f".{target.name}.*.partial*"))
+
+
+def _remove_stale_partials(target: Path) -> None:
+    """Remove ``.NAME.duckdb.PID.partial`` files whose process is gone."""
+    for path in _partial_files(target):
+        pid = path.name[len(target.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+            continue
+        _unlink(path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _unlink(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    path.with_name(path.name + ".wal").unlink(missing_ok=True)
 
 
 def _remove_stale_wal(target: Path) -> None:
     wal = target.with_name(target.name + ".wal")
     wal.unlink(missing_ok=True)
+
+
+def _name(schema: str, table: str) -> str:
+    return '"' + schema.replace('"', '""') + '"."' + table.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + _sql(text) + "'"
 
 
 def _sql(text: str) -> str:

@@ -119,7 +119,9 @@ def lock_down(con: duckdb.DuckDBPyConnection, location: Location) -> None:
     files) and configuration locked."""
     con.execute("set autoinstall_known_extensions = false")
     con.execute("set autoload_known_extensions = false")
-    con.execute("set allowed_directories = ?", [[location.data_path]])
+    # a literal, not a parameter: binding a parameter makes DuckDB import pandas
+    folder = "'" + location.data_path.replace("'", "''") + "'"
+    con.execute(f"set allowed_directories = [{folder}]")
     con.execute("set enable_external_access = false")
     con.execute("set lock_configuration = true")
 

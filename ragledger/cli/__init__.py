@@ -6,14 +6,135 @@ groups). This package is the only place that imports every layer.
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import Any
 
 import click
 
 from ragledger import __version__
 
+#: command name -> (module in ragledger.cli, its one-line help). Modules are
+#: imported only when their command runs, so ``ragledger --help`` and a
+#: ``ragledger sql`` load no other command's dependencies. The help lines are
+#: what ``--help`` lists; tests/cli/test_lazy_commands.py checks that they and
+#: the names match the modules' ``COMMANDS``.
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "audit": ("audit_commands", "Audit panels from the marts: retention, bootstraps, flips, nulls, EIV, McNemar."),
+    "build": ("dbt_commands", "Refresh the marts: run `dbt build` (models, unit tests, data tests)."),
+    "compile": ("compile_commands", "Compile one evidence artifact per item for POLICY at BUDGET."),
+    "connect": ("connect_commands", "Print how to reach the warehouse now: DuckDB SQL, SQLAlchemy, ibis, a file."),
+    "export": ("warehouse_commands", "Export warehouse tables to files."),
+    "ingest": ("ingest_commands", "Load outcome and benchmark files into the warehouse (each load is one transaction)."),
+    "init": ("warehouse_commands", "Create the warehouse (or bring its schema up to date) and load the default family map."),
+    "maintain": ("warehouse_commands", "Compact small data files, expire old snapshots and remove orphan files."),
+    "migrate": ("warehouse_commands", "Convert a ragledger 0.1 single-file warehouse OLD into a lake."),
+    "panels": ("dbt_commands", "List the panels of the marts with their footprint and verdict."),
+    "replay": ("replay_commands", "Run readers on a dataset's stored evidence artifacts and store the answers."),
+    "replay-audit": ("audit_commands", "ragscale's replay-audit on its own file, with no warehouse, plus every audit statistic."),
+    "rescore": ("rescore_commands", "Rescore a dataset's stored answers under one scorer version."),
+    "runs": ("runs_commands", "List the runs recorded in raw.runs, newest first."),
+    "scorers": ("rescore_commands", "List the scorers (NAME@VERSION), their metrics and the benchmark defaults."),
+    "sql": ("warehouse_commands", "Run QUERY read-only and print the result."),
+}  # fmt: skip
+#: every module that exports COMMANDS
+COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in LAZY_COMMANDS.values()))
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _Commands(dict):
+    """``group.commands``: looking one name up loads one module; listing loads all."""
+
+    def _all(self) -> None:
+        load_all()
+
+    def __iter__(self):  # noqa: ANN204
+        self._all()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._all()
+        return super().__len__()
+
+    def keys(self):  # noqa: ANN201
+        self._all()
+        return super().keys()
+
+    def values(self):  # noqa: ANN201
+        self._all()
+        return super().values()
+
+    def items(self):  # noqa: ANN201
+        self._all()
+        return super().items()
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module only when it is used.
+
+    click's documented lazy-loading pattern, with ``--help`` listing the
+    commands from :data:`LAZY_COMMANDS` without importing any of them; code
+    that walks ``group.commands`` sees every command.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands(self.commands)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(LAZY_COMMANDS) | set(dict.keys(self.commands)))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            entry = LAZY_COMMANDS.get(cmd_name)
+            for module in (entry[0],) if entry else COMMAND_MODULES:
+                _load(self, module)
+                if cmd_name in self.commands:
+                    break
+        return dict.get(self.commands, cmd_name)
+
+    def format_commands(
+        self, ctx: click.Context, formatter: click.HelpFormatter
+    ) -> None:
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in LAZY_COMMANDS:
+                text = click.utils.make_default_short_help(
+                    LAZY_COMMANDS[name][1], limit
+                )
+            else:
+                text = self.commands[name].get_short_help_str(limit)
+            rows.append((name, text))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+_LOADED: set[str] = set()
+
+
+def _load(group: click.Group, module_name: str) -> None:
+    if module_name in _LOADED:
+        return
+    _LOADED.add(module_name)
+    module = importlib.import_module(f"ragledger.cli.{module_name}")
+    from ragledger.cli.common import accept_database_everywhere
+
+    for command in module.COMMANDS:
+        accept_database_everywhere(command)
+        group.add_command(command)
+
+
+def load_all() -> click.Group:
+    """Import every command module (tests and documentation tools)."""
+    for module_name in COMMAND_MODULES:
+        _load(main, module_name)
+    return main
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ragledger")
 @click.option(
     "--db",
@@ -36,59 +157,50 @@ def main(ctx: click.Context, database: str | None) -> None:
     from ragledger.cli.console import fit_width
 
     fit_width()  # COLUMNS as this invocation sees it
+    if database is not None and not database.strip():
+        raise click.BadParameter(
+            "is empty; name a warehouse (NAME.duckdb) or leave --db out",
+            ctx,
+            param_hint="'--db'",
+        )
     ctx.obj = {"database": database}
     ctx.call_on_close(_publish_snapshots)
 
 
 def _publish_snapshots() -> None:
-    """Refresh the published snapshot file of every lake this command committed to.
+    """Bring the snapshot file of every lake this command wrote to up to date.
 
-    The file is a copy for tools that open only a file; a failure to refresh it
-    never fails the command that wrote the lake (the next job retries).
+    The file is a copy for tools that open only a file; a file that already
+    matches the lake costs nothing (a lake merely opened for writing is
+    checked too, so a file left stale by a killed publish is refreshed by the
+    next writing command, even one that changes nothing). A failure to refresh
+    it never fails the command: one warning line when the command committed,
+    and the next writing command retries.
     """
-    from warehouse.connections import COMMITTED
-    from warehouse.errors import WarehouseError
+    connections = sys.modules.get("warehouse.connections")
+    if connections is None or not (connections.COMMITTED or connections.OPENED):
+        return
+    from warehouse.redaction import redact
     from warehouse.snapshot_file import publish
 
-    while COMMITTED:
-        location = COMMITTED.pop()
+    committed = {str(location.root) for location in connections.COMMITTED}
+    pending = {str(location.root): location for location in connections.OPENED}
+    pending.update((str(location.root), location) for location in connections.COMMITTED)
+    connections.COMMITTED.clear()
+    connections.OPENED.clear()
+    for root, location in sorted(pending.items()):
         try:
             publish(location)
-        except (WarehouseError, OSError) as error:
-            click.echo(f"warning: snapshot file not refreshed: {error}", err=True)
-
-
-def _register() -> None:
-    from ragledger.cli import (
-        audit_commands,
-        compile_commands,
-        connect_commands,
-        dbt_commands,
-        ingest_commands,
-        replay_commands,
-        rescore_commands,
-        runs_commands,
-        warehouse_commands,
-    )
-    from ragledger.cli.common import accept_database_everywhere
-
-    for module in (
-        warehouse_commands,
-        connect_commands,
-        ingest_commands,
-        dbt_commands,
-        compile_commands,
-        replay_commands,
-        rescore_commands,
-        audit_commands,
-        runs_commands,
-    ):
-        for command in module.COMMANDS:
-            main.add_command(command)
-    accept_database_everywhere(main)
-
-
-_register()
+        except Exception as error:  # noqa: BLE001 - the job itself has ended
+            if root not in committed:
+                continue
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            click.echo(
+                f"warning: snapshot file {location.snapshot_file} not refreshed "
+                f"(the job's data is committed in the lake): {redact(first)}; the "
+                "next writing command retries",
+                err=True,
+            )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from warehouse.errors import WarehouseError
+from warehouse.redaction import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -28,9 +30,49 @@ def error_handler(func: F) -> F:
         except WarehouseError as error:
             if os.environ.get("RAGLEDGER_DEBUG"):
                 raise
-            raise click.ClickException(str(error)) from error
+            text = str(error)
+            if _missing_data_file(text):
+                text = describe_duckdb_error(error)
+            raise click.ClickException(redact(text)) from error
+        except Exception as error:
+            if os.environ.get("RAGLEDGER_DEBUG") or not _is_duckdb_error(error):
+                raise
+            raise click.ClickException(describe_duckdb_error(error)) from error
 
     return wrapper  # type: ignore[return-value]
+
+
+def _is_duckdb_error(error: BaseException) -> bool:
+    duckdb = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(error, duckdb.Error)
+
+
+def _missing_data_file(text: str) -> bool:
+    lowered = text.lower()
+    return ".parquet" in lowered and (
+        "no such file" in lowered or "no files found" in lowered
+    )
+
+
+def describe_duckdb_error(error: BaseException) -> str:
+    """One line for an error DuckDB raised while a command read or wrote the lake."""
+    text = str(error).strip()
+    first = redact(text.splitlines()[0] if text else type(error).__name__)
+    first = first.removeprefix("query failed: ")
+    lowered = text.lower()
+    if _missing_data_file(text):
+        return (
+            f"a data file of the lake is missing ({first}); restore the lake's "
+            "files/ folder from a backup (nothing was changed)"
+        )
+    if "no space left" in lowered:
+        return f"the disk is full ({first}); free space and run the command again"
+    if "read-only" in lowered or "readonly" in lowered:
+        return (
+            f"the lake cannot be written here ({first}); reading works, writing "
+            "needs a writable lake folder"
+        )
+    return f"the warehouse failed: {first}"
 
 
 _DATABASE_KEY = "ragledger.database"
@@ -48,6 +90,10 @@ def database_path(ctx: click.Context) -> Path | None:
 
 
 def _remember_database(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+    if value is not None and not str(value).strip():
+        raise click.BadParameter(
+            "is empty; name a warehouse (NAME.duckdb) or leave --db out", ctx, _param
+        )
     if value is not None:
         ctx.meta[_DATABASE_KEY] = value  # meta is shared by the whole context chain
     return value

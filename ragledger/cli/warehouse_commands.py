@@ -11,7 +11,6 @@ from pathlib import Path
 import click
 
 import warehouse
-from ingest.families import load_families
 from ragledger.cli.common import database_path, error_handler
 from ragledger.cli.console import console, print_table
 from warehouse import lake, maintenance
@@ -26,6 +25,8 @@ from warehouse.sql_guard import reader_connection, run_query
 def init_command(ctx: click.Context) -> None:
     """Create the warehouse (or bring its schema up to date) and load the default family map."""
     location = lake.resolve(database_path(ctx))
+    from ingest.families import load_families  # pyarrow: only init pays for it
+
     con = warehouse.connect(location)
     try:
         families = load_families(con)

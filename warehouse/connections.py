@@ -251,16 +251,41 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         except BaseException:
             with suppress(duckdb.Error):
                 con.execute("rollback")
+            _remove_orphans(con)
             raise
         try:
             con.execute("commit")
         except duckdb.Error as error:
+            with suppress(duckdb.Error):
+                con.execute("rollback")
+            _remove_orphans(con)
             raise WarehouseError(
                 f"the warehouse refused the commit (nothing was written): "
                 f"{str(error).splitlines()[0]}"
             ) from None
     with suppress(WarehouseError, duckdb.Error):
         COMMITTED.add(location_of(con))
+
+
+def _remove_orphans(con: duckdb.DuckDBPyConnection) -> None:
+    """Delete the data files a failed transaction wrote (they stay out of every
+    snapshot, and a disk left full by them would fail the next job too).
+
+    Only on a SQLite catalog, whose writers all hold this machine's write lock
+    (held here): no other job has files waiting for a commit. A PostgreSQL
+    catalog's writers may run elsewhere; there ``ragledger maintain`` removes
+    old orphans.
+    """
+    try:
+        location = location_of(con)
+    except (WarehouseError, duckdb.Error):
+        return
+    if not location.uses_sqlite or location.snapshot is not None:
+        return
+    with suppress(duckdb.Error):
+        con.execute(
+            f"call ducklake_delete_orphaned_files('{LAKE_ALIAS}', cleanup_all => true)"
+        )
 
 
 def _sql(text: str) -> str:

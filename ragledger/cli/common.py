@@ -31,7 +31,7 @@ def error_handler(func: F) -> F:
             if os.environ.get("RAGLEDGER_DEBUG"):
                 raise
             text = str(error)
-            if _missing_data_file(text):
+            if _missing_data_file(text) or "no space left" in text.lower():
                 text = describe_duckdb_error(error)
             raise click.ClickException(redact(text)) from error
         except Exception as error:

@@ -173,3 +173,34 @@ def test_redact_hides_passwords_keys_and_tokens():
     }
     for text, expected in cases.items():
         assert redact(text) == expected, text
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real filesystem of 700 KiB (tmpfs), unmounted afterwards."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=700k", "tmpfs", str(mount)],
+        capture_output=True,
+    )
+    if made.returncode != 0:
+        pytest.skip("needs a tmpfs mount (root)")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
+
+
+def test_a_full_disk_fails_in_one_line_and_leaves_no_file(small_disk, example_dir):
+    db = small_disk / "w.duckdb"
+    env = cli_env(RAGLEDGER_PUBLISH="0")
+    ragledger(db, "init", env=env)
+    before = _state(small_disk)
+    free = os.statvfs(small_disk).f_bavail
+    done = ragledger(db, "ingest", "ragscale", str(example_dir), check=False, env=env)
+    line = _one_line_failure(done)
+    assert "the disk is full" in line and "free space" in line, line
+    # nothing committed, and the files the failed load wrote are gone again
+    assert _state(small_disk) == before
+    assert os.statvfs(small_disk).f_bavail == free

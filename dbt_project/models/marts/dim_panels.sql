@@ -1,3 +1,9 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='dataset_id',
+    on_schema_change='fail'
+) }}
 {#
     One row per panel (panel_id): a panel key (dataset_id x metric x
     raw_policy_id x compressed_policy_id x budget_tokens x seed) and a
@@ -38,6 +44,7 @@ panel_rows as (
         item_id,
         artifact_identity
     from {{ ref('fct_panel_rows') }}
+    where {{ in_changed_panels() }}
 
 ),
 

@@ -1,3 +1,9 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='panel_id',
+    on_schema_change='fail'
+) }}
 {#
     One row per panel_id x candidate reader: each reader of the panel's key
     (or named by a declared panel), whether it is a member (covers every row

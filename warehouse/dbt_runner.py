@@ -377,7 +377,7 @@ def _build_and_publish(
     if not result.ok:
         return replace(result, plan=plan)
     built = built_marts(result.target_path / "run_results.json")
-    emit(f"build: dbt done; publishing {len(built)} marts into the lake")
+    emit("build: dbt done; comparing the built marts with the lake's")
     published, published_snapshot = publish_marts(
         location, built, result.snapshot_read, plan, on_line=emit
     )

@@ -160,7 +160,7 @@ def grow(database: Path, root: Path) -> None:
         con.execute(
             "insert into raw.panel_definitions (panel_definition_name, dataset_id, "
             "reader_ids_json, item_ids_json, created_at) values ('pair', 'toy-verified', "
-            '\'["alpha/model-a", "beta/model-b"]\', null)'
+            '\'["alpha/model-a", "beta/model-b"]\', null, now())'
         )
     load_matrix(
         con,

@@ -364,9 +364,26 @@ def _build_and_publish(
     snapshot = _ensure_warehouse(location)
     plan = plan_build(location, snapshot, full_refresh=full_refresh)
     emit(f"build: {plan.describe()}")
+    if plan.full:
+        arguments = [*arguments, "--full-refresh"]
+    elif whole_project:
+        # what the changed tables feed, and no unit tests (they test the SQL,
+        # which is unchanged: a changed project is a full refresh)
+        selectors = plan.selectors()
+        if not selectors:
+            record_build(location, plan)
+            emit("build: no source dbt reads changed; dbt not run")
+            return DbtResult(0, *run_directories(location.root), (), snapshot, plan=plan)
+        arguments = [
+            *arguments,
+            "--select",
+            " ".join(selectors),
+            "--exclude-resource-type",
+            "unit_test",
+        ]
     prepare_scratch(location, plan)
     result = run_dbt(
-        [*arguments, "--full-refresh"] if plan.full else arguments,
+        arguments,
         database=location.snapshot_file if database is None else database,
         target_path=target_path,
         log_path=log_path,
@@ -436,14 +453,32 @@ class BuildPlan:
     reason: str  # why a full refresh, or what changed since which snapshot
     datasets: tuple[str, ...] = ()  # a partial build: the datasets refreshed
     since: int | None = None  # a partial build: the snapshot of the last build
+    #: a partial build: the lake tables ("schema.table") changed since
+    tables: tuple[str, ...] = ()
+
+    def selectors(self) -> list[str]:
+        """dbt selectors of what a partial build runs: what the changed tables feed."""
+        sources = source_selectors()
+        return sorted(
+            {
+                f"{selector}+"
+                for table in self.tables
+                for selector in sources.get(table, ())
+            }
+        )
 
     def describe(self) -> str:
         if self.full:
             return f"full refresh of every model at lake snapshot {self.snapshot}: {self.reason}"
+        if not self.tables:
+            return (
+                f"nothing changed since lake snapshot {self.since}; dbt has "
+                f"nothing to build (lake snapshot {self.snapshot})"
+            )
         if not self.datasets:
             return (
                 f"no dataset changed since lake snapshot {self.since}; refreshing "
-                f"the small marts only (lake snapshot {self.snapshot})"
+                f"what {', '.join(self.tables)} feed (lake snapshot {self.snapshot})"
             )
         shown = ", ".join(self.datasets[:5])
         more = f" and {len(self.datasets) - 5} more" if len(self.datasets) > 5 else ""
@@ -479,14 +514,61 @@ def plan_build(
         try:
             _check_state(con, state)
             since = int(state["lake_snapshot"])
-            if since == snapshot:
-                return BuildPlan(snapshot, False, "nothing changed", (), since)
-            datasets = _changed_datasets(con, since, snapshot)
+            if since > snapshot:
+                raise _FullRefresh(
+                    f"the scratch database is ahead of the lake (snapshot {since} "
+                    f"> {snapshot})"
+                )
+            tables = _changed_tables(con, since, snapshot)
+            datasets = _changed_datasets(con, since, snapshot, tables)
         finally:
             con.close()
     except _FullRefresh as why:
         return BuildPlan(snapshot, True, str(why))
-    return BuildPlan(snapshot, False, "changed", datasets, since)
+    return BuildPlan(snapshot, False, "changed", datasets, since, tuple(sorted(tables)))
+
+
+def source_selectors() -> dict[str, tuple[str, ...]]:
+    """Lake table ("schema.table") -> the dbt sources reading it (``source:a.b``)."""
+    import yaml
+
+    found: dict[str, list[str]] = {}
+    for path in sorted((PROJECT_DIR / "models").rglob("*.yml")):
+        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for source in document.get("sources") or ():
+            schema = source.get("schema", source["name"])
+            for table in source.get("tables") or ():
+                name = table.get("identifier", table["name"])
+                found.setdefault(f"{schema}.{name}", []).append(
+                    f"source:{source['name']}.{table['name']}"
+                )
+    return {table: tuple(selectors) for table, selectors in found.items()}
+
+
+def _changed_tables(con: Any, since: int, snapshot: int) -> set[str]:
+    """Lake tables ("schema.table") written by a snapshot in (since, snapshot]."""
+    ids: set[int] = set()
+    for (changes,) in con.execute(
+        "select changes from lake.snapshots() where snapshot_id > ? "
+        "and snapshot_id <= ?",
+        [since, snapshot],
+    ).fetchall():
+        for key, values in (changes or {}).items():
+            if key.startswith(("schemas_", "tables_created", "tables_dropped")):
+                continue  # schema changes: caught by the schema fingerprint
+            ids |= {int(value) for value in values or () if str(value).isdigit()}
+    if not ids:
+        return set()
+    return {
+        f"{schema}.{table}"
+        for schema, table in con.execute(
+            "select distinct s.schema_name, t.table_name from "
+            "__ducklake_metadata_lake.ducklake_table t join "
+            "__ducklake_metadata_lake.ducklake_schema s using (schema_id) "
+            "where t.table_id in (select unnest(?::bigint[]))",
+            [sorted(ids)],
+        ).fetchall()
+    }
 
 
 def project_fingerprint() -> str:
@@ -581,8 +663,14 @@ def _check_state(con: Any, state: Mapping[str, Any]) -> None:
         raise _FullRefresh("the lake's raw schema changed since the last build")
 
 
-def _changed_datasets(con: Any, since: int, snapshot: int) -> tuple[str, ...]:
-    """Datasets with a raw row inserted, deleted or updated in (since, snapshot]."""
+def _changed_datasets(
+    con: Any, since: int, snapshot: int, tables: set[str]
+) -> tuple[str, ...]:
+    """Datasets with a raw row inserted, deleted or updated in (since, snapshot].
+
+    ``tables`` are the lake tables written in that range (:func:`_changed_tables`);
+    DuckLake lists the changed rows of those only.
+    """
     import duckdb
 
     def changes(table: str) -> str:
@@ -590,32 +678,37 @@ def _changed_datasets(con: Any, since: int, snapshot: int) -> tuple[str, ...]:
             f"ducklake_table_changes('lake', 'raw', '{table}', {since + 1}, {snapshot})"
         )
 
-    if since > snapshot:
-        raise _FullRefresh(
-            f"the scratch database is ahead of the lake (snapshot {since} > {snapshot})"
-        )
     try:
-        if con.execute(f"select count(*) from {changes('policies')}").fetchone()[0]:
+        if (
+            "raw.policies" in tables
+            and con.execute(f"select count(*) from {changes('policies')}").fetchone()[0]
+        ):
             raise _FullRefresh(
                 "raw.policies changed: policy kinds are read by every dataset"
             )
         readers: set[str] = set()
         for table, column in _READER_TABLES.items():
+            if f"raw.{table}" not in tables:
+                continue
             readers |= {
                 key
                 for (key,) in con.execute(
                     f"select distinct {column} from {changes(table)}"
                 ).fetchall()
             }
+        per_table = {
+            "matrix_rows": f"select release || ':' || dataset from {changes('matrix_rows')}",
+            "generations": f"select dataset_id from {changes('generations')}",
+            "items": f"select dataset_id from {changes('items')}",
+            "panel_definitions": f"select dataset_id from {changes('panel_definitions')}",
+            "scores": "select dataset_id from lake.raw.generations where generation_id "
+            f"in (select generation_id from {changes('scores')})",
+            "matrix_releases": "select release || ':' || dataset from "
+            "lake.raw.matrix_rows where release in "
+            f"(select release from {changes('matrix_releases')})",
+        }
         queries = [
-            f"select release || ':' || dataset from {changes('matrix_rows')}",
-            f"select dataset_id from {changes('generations')}",
-            f"select dataset_id from {changes('items')}",
-            f"select dataset_id from {changes('panel_definitions')}",
-            "select dataset_id from lake.raw.generations where generation_id in "
-            f"(select generation_id from {changes('scores')})",
-            "select release || ':' || dataset from lake.raw.matrix_rows where "
-            f"release in (select release from {changes('matrix_releases')})",
+            query for table, query in per_table.items() if f"raw.{table}" in tables
         ]
         parameters: list[Any] = []
         if readers:
@@ -632,6 +725,8 @@ def _changed_datasets(con: Any, since: int, snapshot: int) -> tuple[str, ...]:
                 "?::varchar[])",
             ]
             parameters = [keys, keys, keys, keys]
+        if not queries:
+            return ()
         rows = con.execute(
             "select distinct dataset_id from ("
             + " union all ".join(

@@ -102,3 +102,51 @@
     insert into {{ target_relation }} ({{ columns }})
     select {{ columns }} from {{ arg_dict['temp_relation'] }}
 {%- endmacro %}
+
+
+{% macro default__get_where_subquery(relation) -%}
+    {#-
+        dbt's own (a test's `where` config), plus: while `ragledger build`
+        refreshes only the changed datasets, a test of a dataset-partitioned
+        model reads only those datasets' rows; the others were tested when
+        they were built and have not changed since.
+    -#}
+    {%- set where = config.get('where', '') -%}
+    {%- set partition = partition_test_filter(relation) -%}
+    {%- if where or partition -%}
+        {%- set filtered -%}
+            (select * from {{ relation }} where ({{ where or 'true' }}) and ({{ partition or 'true' }})) dbt_subquery
+        {%- endset -%}
+        {%- do return(filtered) -%}
+    {%- else -%}
+        {%- do return(relation) -%}
+    {%- endif -%}
+{%- endmacro %}
+
+
+{% macro partition_test_filter(relation) -%}
+    {#- The partition predicate for a test of `relation`, or '' (no filter). -#}
+    {%- if not execute or target.name != 'build' or relation.identifier is none -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set node = (graph.nodes.values()
+        | selectattr('resource_type', 'equalto', 'model')
+        | selectattr('alias', 'equalto', relation.identifier)
+        | list) -%}
+    {%- if not node or node[0].config.get('incremental_strategy') != 'dataset_partitions' -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set table = adapter.get_relation(
+        database=target.database, schema='ragledger_build', identifier='changed_datasets'
+    ) -%}
+    {%- if table is none -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- if node[0].config.get('partition_key', 'dataset_id') == 'dataset_id' -%}
+        {{ return('dataset_id in (select dataset_id from ' ~ changed_datasets_table() ~ ')') }}
+    {%- endif -%}
+    {{ return(
+        'panel_id in (select panel_id from ' ~ panels_relation()
+        ~ ' where dataset_id in (select dataset_id from ' ~ changed_datasets_table() ~ '))'
+    ) }}
+{%- endmacro %}

@@ -34,6 +34,7 @@ panel_cells as (
         is_binary_metric,
         compressed_artifact_hash
     from {{ ref('int_panel_cells') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

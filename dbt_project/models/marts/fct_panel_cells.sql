@@ -10,6 +10,7 @@ with
 cells as (
 
     select * from {{ ref('int_panel_cells') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

@@ -14,6 +14,7 @@ with
 memberships as (
 
     select * from {{ ref('int_panel_memberships') }}
+    where {{ in_changed_panels() }}
 
 ),
 

@@ -373,7 +373,9 @@ def _build_and_publish(
         if not selectors:
             record_build(location, plan)
             emit("build: no source dbt reads changed; dbt not run")
-            return DbtResult(0, *run_directories(location.root), (), snapshot, plan=plan)
+            return DbtResult(
+                0, *run_directories(location.root), (), snapshot, plan=plan
+            )
         arguments = [
             *arguments,
             "--select",
@@ -506,6 +508,8 @@ def plan_build(
     e.g. ``ingest --replace``). Anything else is a full refresh, with the
     reason.
     """
+    import duckdb
+
     if full_refresh:
         return BuildPlan(snapshot, True, "asked for (--full-refresh)")
     try:
@@ -525,6 +529,13 @@ def plan_build(
             con.close()
     except _FullRefresh as why:
         return BuildPlan(snapshot, True, str(why))
+    except duckdb.Error as error:
+        return BuildPlan(
+            snapshot,
+            True,
+            f"cannot read what changed since the last build: "
+            f"{str(error).splitlines()[0]}",
+        )
     return BuildPlan(snapshot, False, "changed", datasets, since, tuple(sorted(tables)))
 
 

@@ -177,6 +177,7 @@ def run_dbt(
     logs.mkdir(parents=True, exist_ok=True)
     results_file = target / "run_results.json"
     results_file.unlink(missing_ok=True)
+    _forget_stale_parse(target)
 
     command = [
         str(dbt_executable()),
@@ -232,6 +233,27 @@ def run_dbt(
         read_problems(results_file, location, snapshot) if results_file.exists() else ()
     )
     return DbtResult(exit_code, target, logs, problems, snapshot_read=snapshot)
+
+
+def _forget_stale_parse(target: Path) -> None:
+    """Drop dbt's partial-parse state when the project's files changed.
+
+    dbt 1.11 re-parses changed files itself, but a macro added to a changed
+    macro file can be missing from the nodes it re-renders ("'x' is
+    undefined"); after an upgrade of the project a full parse is the safe
+    path. Unchanged files: the state is kept and dbt parses nothing.
+    """
+    digest = hashlib.sha256()
+    for folder in ("models", "macros", "tests"):
+        for path in sorted((PROJECT_DIR / folder).rglob("*")):
+            if path.is_file():
+                digest.update(str(path.relative_to(PROJECT_DIR)).encode() + b"\0")
+                digest.update(path.read_bytes() + b"\0")
+    digest.update((PROJECT_DIR / "dbt_project.yml").read_bytes())
+    stamp = target / "ragledger_project.sha256"
+    if not stamp.exists() or stamp.read_text(encoding="utf-8") != digest.hexdigest():
+        (target / "partial_parse.msgpack").unlink(missing_ok=True)
+        stamp.write_text(digest.hexdigest(), encoding="utf-8")
 
 
 _HELD: set[Path] = set()

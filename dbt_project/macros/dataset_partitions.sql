@@ -86,7 +86,8 @@
         an unchanged dataset, so a panel that vanished goes too.
     -#}
     {%- set target_relation = arg_dict['target_relation'] -%}
-    {%- set columns = get_quoted_csv(arg_dict['dest_columns'] | map(attribute='name')) -%}
+    {%- set names = arg_dict['dest_columns'] | map(attribute='name') -%}
+    {%- set columns = get_quoted_csv(names) -%}
     {%- set key = config.get('partition_key', 'dataset_id') -%}
     delete from {{ target_relation }}
     {% if not is_partial_refresh() -%}
@@ -133,17 +134,23 @@
         | selectattr('resource_type', 'equalto', 'model')
         | selectattr('alias', 'equalto', relation.identifier)
         | list) -%}
-    {%- if not node or node[0].config.get('incremental_strategy') != 'dataset_partitions' -%}
+    {%- set strategy = node[0].config.get('incremental_strategy') if node else none -%}
+    {%- if strategy != 'dataset_partitions' -%}
         {{ return('') }}
     {%- endif -%}
     {%- set table = adapter.get_relation(
-        database=target.database, schema='ragledger_build', identifier='changed_datasets'
+        database=target.database,
+        schema='ragledger_build',
+        identifier='changed_datasets'
     ) -%}
     {%- if table is none -%}
         {{ return('') }}
     {%- endif -%}
     {%- if node[0].config.get('partition_key', 'dataset_id') == 'dataset_id' -%}
-        {{ return('dataset_id in (select dataset_id from ' ~ changed_datasets_table() ~ ')') }}
+        {{ return(
+            'dataset_id in (select dataset_id from '
+            ~ changed_datasets_table() ~ ')'
+        ) }}
     {%- endif -%}
     {{ return(
         'panel_id in (select panel_id from ' ~ panels_relation()

@@ -37,6 +37,15 @@ from warehouse.errors import WarehouseError
     ),
 )
 @click.option(
+    "--full-refresh",
+    is_flag=True,
+    help=(
+        "Rebuild every model from scratch (default: only the datasets whose raw "
+        "rows changed since the last build; a build falls back to a full "
+        "refresh by itself when it cannot tell, and says why)."
+    ),
+)
+@click.option(
     "--target-path",
     type=click.Path(file_okay=False),
     help="dbt target directory (default: one per warehouse under dbt_project/target).",
@@ -53,14 +62,19 @@ def build(
     select: tuple[str, ...],
     exclude: tuple[str, ...],
     allow_violated: bool,
+    full_refresh: bool,
     target_path: str | None,
     log_path: str | None,
 ) -> None:
     """Refresh the marts: run `dbt build` (models, unit tests, data tests).
 
-    dbt's output streams as it runs. Exits non-zero when any model or test
-    fails, after listing the failing rows of each failed test (for a panel
-    whose readers received different artifacts: the panel and the item).
+    Only the datasets whose raw rows changed since the last build are
+    rebuilt and republished (--full-refresh: everything). Progress lines
+    ("build: ...") frame dbt's streamed output; the last line names the lake
+    snapshot that holds the published marts. Exits non-zero when any model or
+    test fails, after listing the failing rows of each failed test (for a
+    panel whose readers received different artifacts: the panel and the
+    item); the marts in the lake then stay as they were.
     """
     result = dbt_runner.build(
         database_path(ctx),
@@ -71,11 +85,22 @@ def build(
         log_path=log_path,
         on_line=click.echo,
         colors=sys.stdout.isatty(),
+        full_refresh=full_refresh,
     )
     _report_problems(result.problems)
     if not result.ok:
         errors.print(f"[bold red]dbt build failed[/] (exit code {result.exit_code})")
         ctx.exit(result.exit_code)
+    if result.snapshot_published is not None:
+        click.echo(
+            f"published lake snapshot {result.snapshot_published} "
+            f"({len(result.published)} marts: {', '.join(result.published)})"
+        )
+    else:
+        click.echo(
+            f"published nothing: the marts in the lake are current "
+            f"(built from lake snapshot {result.snapshot_read})"
+        )
 
 
 def _report_problems(problems: tuple[dbt_runner.TestProblem, ...]) -> None:

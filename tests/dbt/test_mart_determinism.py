@@ -46,8 +46,10 @@ def test_two_builds_give_identical_marts(built, tmp_path):
         dbt_vars={"artifact_identity_severity": "warn"},
         target_path=tmp_path / "target",
         log_path=tmp_path / "logs",
+        full_refresh=True,  # a second build from scratch, not a no-op
     )
     assert result.exit_code == 0
+    assert result.plan is not None and result.plan.full
     first, second = snapshot(built.database), snapshot(database)
     assert len(first) >= 13
     assert first == second

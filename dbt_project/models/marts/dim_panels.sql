@@ -1,3 +1,9 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='dataset_id',
+    on_schema_change='fail'
+) }}
 {#
     One row per panel (panel_id): a panel key (dataset_id x metric x
     raw_policy_id x compressed_policy_id x budget_tokens x seed) and a
@@ -28,6 +34,7 @@ panel_cells as (
         is_binary_metric,
         compressed_artifact_hash
     from {{ ref('int_panel_cells') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 
@@ -38,6 +45,7 @@ panel_rows as (
         item_id,
         artifact_identity
     from {{ ref('fct_panel_rows') }}
+    where {{ in_changed_panels() }}
 
 ),
 

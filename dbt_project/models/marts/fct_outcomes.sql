@@ -1,3 +1,9 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='dataset_id',
+    on_schema_change='fail'
+) }}
 {#
     One row per outcome: dataset_id x item_id x reader_id x policy_id x
     budget_tokens x metric x seed.
@@ -10,6 +16,7 @@ with
 outcomes as (
 
     select * from {{ ref('int_outcomes_unioned') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

@@ -1,3 +1,9 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='dataset_id',
+    on_schema_change='fail'
+) }}
 {# One row per paired outcome: panel_id x reader_id x item_id. #}
 -- depends_on: {{ ref('int_panel_cells') }}
 with
@@ -5,6 +11,7 @@ with
 paired_outcomes as (
 
     select * from {{ ref('int_outcomes_paired_to_policies') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

@@ -1,9 +1,16 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='dataset_id',
+    on_schema_change='fail'
+) }}
 {# One row per panel_id x reader_id x item_id inside the panel footprint. #}
 with
 
 cells as (
 
     select * from {{ ref('int_panel_cells') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

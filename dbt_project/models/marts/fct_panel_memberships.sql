@@ -1,3 +1,9 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='panel_id',
+    on_schema_change='fail'
+) }}
 {#
     One row per panel_id x candidate reader: each reader of the panel's key
     (or named by a declared panel), whether it is a member (covers every row
@@ -8,6 +14,7 @@ with
 memberships as (
 
     select * from {{ ref('int_panel_memberships') }}
+    where {{ in_changed_panels() }}
 
 ),
 

@@ -1,3 +1,9 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='panel_id',
+    on_schema_change='fail'
+) }}
 {#
     One row per panel_id x reader_id (the panel's member readers): family,
     the panel's row count, the reader's mean score under the raw and the
@@ -16,6 +22,7 @@ panel_cells as (
         raw_score,
         compressed_score
     from {{ ref('fct_panel_cells') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

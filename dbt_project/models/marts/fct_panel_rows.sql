@@ -1,3 +1,9 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='panel_id',
+    on_schema_change='fail'
+) }}
 {#
     One row per panel_id x item_id in the panel footprint, with what its
     readers received: a hash column holds the hash only when every reader of
@@ -14,6 +20,7 @@ panel_cells as (
         raw_evidence_hash,
         question_type
     from {{ ref('fct_panel_cells') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

@@ -1,3 +1,9 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='panel_id',
+    on_schema_change='fail'
+) }}
 {#
     One row per binary panel: the transitions of all its cells pooled over
     readers. rescue_share = rescued_count / cell_count, damage_share =
@@ -18,6 +24,7 @@ reader_transitions as (
         unchanged_correct_count,
         unchanged_wrong_count
     from {{ ref('fct_reader_transitions') }}
+    where {{ in_changed_panels() }}
 
 ),
 

@@ -1,3 +1,9 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='panel_id',
+    on_schema_change='fail'
+) }}
 {#
     One row per binary panel x reader_id:
     rescue_share = rescued_count / cell_count,
@@ -14,7 +20,7 @@ panel_cells as (
         raw_score,
         transition_type
     from {{ ref('fct_panel_cells') }}
-    where is_binary_metric
+    where is_binary_metric and {{ in_changed_datasets('dataset_id') }}
 
 ),
 

@@ -31,6 +31,8 @@ panels as (
 
     select panel_id, reader_count, row_count
     from {{ panels_model }}
+    -- an incremental build tests the refreshed datasets' panels only
+    where {{ partition_test_filter(panels_model) or 'true' }}
 
 ),
 {% endif %}

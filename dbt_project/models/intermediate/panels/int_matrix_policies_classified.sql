@@ -12,6 +12,7 @@ matrix_rows as (
         policy_id,
         source_transition_type
     from {{ ref('stg_matrix__rows') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

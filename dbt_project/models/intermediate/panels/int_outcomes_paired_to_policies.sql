@@ -1,4 +1,9 @@
-{{ config(materialized='table') }}
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='dataset_id',
+    on_schema_change='fail'
+) }}
 {#
     One row per paired outcome: a raw-policy outcome (budget 0) and a
     non-raw-policy outcome for the same dataset, item, reader, metric and
@@ -33,6 +38,7 @@ outcomes as (
         item_metadata_json,
         source_transition_type
     from {{ ref('int_outcomes_unioned') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

@@ -1,4 +1,9 @@
-{{ config(materialized='table') }}
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='dataset_id',
+    on_schema_change='fail'
+) }}
 {#
     One row per outcome: dataset_id x item_id x reader_id x policy_id x
     budget_tokens x metric x seed, from scored generations (status ok or
@@ -9,6 +14,8 @@
 
     A table, not a view like the rest of the folder: fct_outcomes and the
     pairing both read it, so the full matrix is unioned once per build.
+    Incremental by dataset (macros/dataset_partitions.sql): `ragledger build`
+    re-unions only the datasets whose raw rows changed.
 #}
 with
 
@@ -36,7 +43,9 @@ generations as (
         generation_status,
         created_at
     from generations_unioned
-    where generation_status in ('ok', 'empty')
+    where
+        generation_status in ('ok', 'empty')
+        and {{ in_changed_datasets('dataset_id') }}
 
 ),
 
@@ -86,6 +95,7 @@ matrix_rows as (
         source_transition_type,
         matrix_release
     from {{ ref('stg_matrix__rows') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 
@@ -125,6 +135,7 @@ items as (
         question_type,
         item_metadata_json
     from {{ ref('stg_benchmarks__items') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

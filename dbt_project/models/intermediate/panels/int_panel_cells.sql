@@ -9,6 +9,7 @@ with
 paired_outcomes as (
 
     select * from {{ ref('int_outcomes_paired_to_policies') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 
@@ -22,6 +23,7 @@ panel_rows as (
         panel_definition_name,
         item_id
     from {{ ref('int_panels_defined') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

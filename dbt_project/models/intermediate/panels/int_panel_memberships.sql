@@ -15,6 +15,7 @@ panel_rows as (
         panel_definition_name,
         item_id
     from {{ ref('int_panels_defined') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 
@@ -25,6 +26,7 @@ paired_outcomes as (
         reader_id,
         item_id
     from {{ ref('int_outcomes_paired_to_policies') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 
@@ -34,6 +36,7 @@ panel_definitions as (
         panel_definition_name,
         reader_ids
     from {{ ref('stg_ragledger__panel_definitions') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

@@ -1,4 +1,9 @@
-{{ config(materialized='table') }}
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='dataset_id',
+    on_schema_change='fail'
+) }}
 {#
     Every panel and its rows, one row per panel_id x item_id. A panel key
     (dataset x metric x raw policy x compressed policy x budget x seed) gives:
@@ -25,6 +30,7 @@ paired_outcomes as (
         reader_id,
         item_id
     from {{ ref('int_outcomes_paired_to_policies') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 
@@ -36,6 +42,7 @@ panel_definitions as (
         reader_ids,
         item_ids
     from {{ ref('stg_ragledger__panel_definitions') }}
+    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 
@@ -274,7 +281,8 @@ panels_named as (
         panels_unioned.panel_key_id,
         panels_unioned.panel_kind,
         panels_unioned.panel_definition_name,
-        panels_unioned.item_id
+        panels_unioned.item_id,
+        panel_keys.dataset_id
     from panels_unioned
     inner join panel_keys
         on panels_unioned.panel_key_id = panel_keys.panel_key_id

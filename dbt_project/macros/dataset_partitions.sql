@@ -1,0 +1,159 @@
+{#
+    Incremental builds by dataset (see warehouse/dbt_runner.py).
+
+    Every outcome, pair, panel and cell belongs to one dataset_id, and a
+    dataset's rows depend only on raw rows of that dataset (plus the reader,
+    family and policy tables: a change there makes `ragledger build` rebuild
+    everything). So `ragledger build` refreshes only the datasets whose raw
+    rows changed since the last build: it writes their ids into
+    ragledger_build.changed_datasets in the scratch database, and
+
+    - the heavy models are incremental (strategy 'dataset_partitions'): their
+      SQL reads only the changed datasets (in_changed_datasets(),
+      in_changed_panels()) and the strategy deletes those datasets' rows
+      (or panels' rows, partition_key='panel_id') before inserting them again;
+    - the views between them read only the changed datasets too.
+
+    Without that table (a full refresh, plain `dbt build` from dbt_project/,
+    unit tests), nothing is filtered and the strategy replaces every row.
+#}
+
+{% macro is_partial_refresh() -%}
+    {#- True while `ragledger build` refreshes only the changed datasets. -#}
+    {%- if not execute or target.name != 'build' -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- if model is not mapping or model.get('resource_type') != 'model' -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- set table = adapter.get_relation(
+        database=target.database,
+        schema='ragledger_build',
+        identifier='changed_datasets'
+    ) -%}
+    {{ return(table is not none) }}
+{%- endmacro %}
+
+
+{% macro changed_datasets_table() -%}
+    {{ adapter.quote(target.database) }}.ragledger_build.changed_datasets
+{%- endmacro %}
+
+
+{% macro in_changed_datasets(column='dataset_id') -%}
+    {#- A predicate: the row's dataset changed (always true on a full build). -#}
+    {%- if is_partial_refresh() -%}
+        {{ column }} in (select dataset_id from {{ changed_datasets_table() }})
+    {%- else -%}
+        true
+    {%- endif -%}
+{%- endmacro %}
+
+
+{% macro panels_relation() -%}
+    {#-
+        int_panels_defined (panel_id -> dataset_id), named without ref() so
+        unit tests need no fixture for it; every model that calls this reads
+        it through its parents, so it is always built first.
+    -#}
+    {%- for node in graph.nodes.values()
+        if node.resource_type == 'model' and node.name == 'int_panels_defined' -%}
+        {{ return(api.Relation.create(
+            database=node.database, schema=node.schema, identifier=node.alias
+        )) }}
+    {%- endfor -%}
+{%- endmacro %}
+
+
+{% macro in_changed_panels(column='panel_id') -%}
+    {#- A predicate: the row's panel belongs to a changed dataset. -#}
+    {%- if is_partial_refresh() -%}
+        {{ column }} in (
+            select panel_id from {{ panels_relation() }}
+            where dataset_id in (select dataset_id from {{ changed_datasets_table() }})
+        )
+    {%- else -%}
+        true
+    {%- endif -%}
+{%- endmacro %}
+
+
+{% macro get_incremental_dataset_partitions_sql(arg_dict) -%}
+    {#-
+        Replace the changed datasets' rows: delete them, insert the model's
+        (filtered) result. partition_key 'panel_id' (marts without a
+        dataset_id column) deletes every row whose panel is not a panel of
+        an unchanged dataset, so a panel that vanished goes too.
+    -#}
+    {%- set target_relation = arg_dict['target_relation'] -%}
+    {%- set names = arg_dict['dest_columns'] | map(attribute='name') -%}
+    {%- set columns = get_quoted_csv(names) -%}
+    {%- set key = config.get('partition_key', 'dataset_id') -%}
+    delete from {{ target_relation }}
+    {% if not is_partial_refresh() -%}
+    where true
+    {%- elif key == 'dataset_id' -%}
+    where dataset_id in (select dataset_id from {{ changed_datasets_table() }})
+    {%- else -%}
+    where panel_id not in (
+        select distinct panel_id from {{ panels_relation() }}
+        where dataset_id not in (select dataset_id from {{ changed_datasets_table() }})
+    )
+    {%- endif %};
+    insert into {{ target_relation }} ({{ columns }})
+    select {{ columns }} from {{ arg_dict['temp_relation'] }}
+{%- endmacro %}
+
+
+{% macro default__get_where_subquery(relation) -%}
+    {#-
+        dbt's own (a test's `where` config), plus: while `ragledger build`
+        refreshes only the changed datasets, a test of a dataset-partitioned
+        model reads only those datasets' rows; the others were tested when
+        they were built and have not changed since.
+    -#}
+    {%- set where = config.get('where', '') -%}
+    {%- set partition = partition_test_filter(relation) -%}
+    {%- if where or partition -%}
+        {%- set filtered -%}
+            (select * from {{ relation }} where ({{ where or 'true' }}) and ({{ partition or 'true' }})) dbt_subquery
+        {%- endset -%}
+        {%- do return(filtered) -%}
+    {%- else -%}
+        {%- do return(relation) -%}
+    {%- endif -%}
+{%- endmacro %}
+
+
+{% macro partition_test_filter(relation) -%}
+    {#- The partition predicate for a test of `relation`, or '' (no filter). -#}
+    {%- if not execute or target.name != 'build' or relation.identifier is none -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set node = (graph.nodes.values()
+        | selectattr('resource_type', 'equalto', 'model')
+        | selectattr('alias', 'equalto', relation.identifier)
+        | list) -%}
+    {%- set strategy = node[0].config.get('incremental_strategy') if node else none -%}
+    {%- if strategy != 'dataset_partitions' -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set table = adapter.get_relation(
+        database=target.database,
+        schema='ragledger_build',
+        identifier='changed_datasets'
+    ) -%}
+    {%- if table is none -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- if node[0].config.get('partition_key', 'dataset_id') == 'dataset_id' -%}
+        {{ return(
+            'dataset_id in (select dataset_id from '
+            ~ changed_datasets_table() ~ ')'
+        ) }}
+    {%- endif -%}
+    {{ return(
+        'panel_id in (select panel_id from ' ~ panels_relation()
+        ~ ' where dataset_id in (select dataset_id from ' ~ changed_datasets_table() ~ '))'
+    ) }}
+{%- endmacro %}

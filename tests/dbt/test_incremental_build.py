@@ -1,0 +1,385 @@
+"""Incremental builds give the marts a full build of the same raw data gives.
+
+One chain of builds on a copy of the session's built warehouse (whose scratch
+database and build record travel with it), four dbt invocations in all. Each
+step changes the raw tables, runs an incremental `ragledger build`, fingerprints
+every mart in the lake (row count and md5 of the sorted rows: order-independent),
+then runs `ragledger build --full-refresh` on the same raw data and fingerprints
+again: the two must be identical, mart for mart.
+
+- step 1 grows panels' footprints: beta's failed call on toy-verified/i3 now
+  has a score (the primary panel grows from 2 rows to 3), a new reader covers
+  one row (excluded: an all-readers panel appears), a declared panel is
+  defined, and a new matrix release brings a new dataset;
+- step 2 shrinks them: that matrix release is replaced (`--replace`) by a file
+  with fewer rows and another reader, the new reader's calls are deleted (its
+  all-readers panel vanishes), one score is rescored in place.
+
+The cheap checks of the fallback to a full refresh (no scratch database,
+another lake, a changed project) call `plan_build` without running dbt.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import warehouse
+from ingest.matrix import COLUMNS, load_matrix
+from ragledger.cli import main
+from tests.dbt.conftest import add_generation, compressed_hash
+from warehouse import dbt_runner
+from warehouse.hashing import sha256_text
+from warehouse.lake import copy_warehouse, resolve
+
+pytestmark = pytest.mark.slow
+
+GAMMA = "gamma/model-c"
+
+
+def fingerprints(database: Path) -> dict[str, tuple[int, str]]:
+    """{mart: (rows, md5 of its rows as text, sorted)} in the lake."""
+    con = warehouse.connect(database, read_only=True)
+    try:
+        names = [
+            name
+            for (name,) in con.execute(
+                "select table_name from information_schema.tables "
+                "where table_schema = 'marts' order by 1"
+            ).fetchall()
+        ]
+        return {
+            name: tuple(
+                con.execute(
+                    "select count(*), md5(coalesce(string_agg(r, chr(10) order by r), "
+                    f"'')) from (select cast(t as varchar) as r from marts.\"{name}\" t)"
+                ).fetchone()
+            )
+            for name in names
+        }
+    finally:
+        con.close()
+
+
+def write_matrix(path: Path, rows: list[dict[str, object]]) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(row)
+    return path
+
+
+def matrix_rows(readers: dict[str, dict[str, tuple[int, ...]]]) -> list[dict]:
+    """Rows of dataset 'nq' for {reader: {method: scores per item}}."""
+    rows = []
+    for reader, methods in readers.items():
+        raw = methods["raw-all"]
+        for method, scores in methods.items():
+            for index, correct in enumerate(scores):
+                transition = ""
+                if method != "raw-all":
+                    transition = {
+                        (0, 1): "rescued",
+                        (1, 0): "damaged",
+                        (1, 1): "unchanged_correct",
+                        (0, 0): "unchanged_wrong",
+                    }[(raw[index], correct)]
+                rows.append(
+                    {
+                        "dataset": "nq",
+                        "example_id": f"g{index + 1}",
+                        "question": "q?",
+                        "question_type": "",
+                        "reference_answer": "a",
+                        "reader_model": reader,
+                        "method": method,
+                        "correct": correct,
+                        "judge_score": "",
+                        "generated_answer": "x",
+                        "evidence_tokens": 10.0,
+                        "reader_raw_accuracy": 50.0,
+                        "transition_type": transition,
+                    }
+                )
+    return rows
+
+
+def run_build(database: Path, root: Path, *extra: str) -> str:
+    result = CliRunner().invoke(
+        main,
+        [
+            "--db",
+            str(database),
+            "build",
+            "--allow-violated",
+            "--target-path",
+            str(root / "target"),
+            "--log-path",
+            str(root / "logs"),
+            *extra,
+        ],
+    )
+    assert result.exit_code == 0, result.output[-3000:]
+    return result.output
+
+
+def grow(database: Path, root: Path) -> None:
+    """Step 1: footprints grow, a reader and a dataset appear."""
+    con = warehouse.connect(database)
+    with warehouse.transaction(con):
+        # beta's compressed i3 call errored (no score): now it answered
+        generation_id = sha256_text("toy-verified|i3|beta/model-b|toy-summary")
+        con.execute(
+            "update raw.generations set status = 'ok' where generation_id = ?",
+            [generation_id],
+        )
+        con.execute(
+            "insert into raw.scores (generation_id, metric, score, scorer_version) "
+            "values (?, 'em', 1, 'test')",
+            [generation_id],
+        )
+        # a new reader covering i1 only (no raw.readers row: family from its id)
+        for policy, evidence, score in (
+            ("toy-raw", "pool-i1", 1),
+            ("toy-summary", compressed_hash("i1"), 1),
+        ):
+            add_generation(
+                con,
+                dataset_id="toy-verified",
+                item_id="i1",
+                reader_id=GAMMA,
+                policy_id=policy,
+                evidence_hash=evidence,
+                score=score,
+            )
+        con.execute(
+            "insert into raw.panel_definitions (panel_definition_name, dataset_id, "
+            "reader_ids_json, item_ids_json, created_at) values ('pair', 'toy-verified', "
+            '\'["alpha/model-a", "beta/model-b"]\', null, now())'
+        )
+    load_matrix(
+        con,
+        write_matrix(
+            root / "grow.csv",
+            matrix_rows(
+                {
+                    "acme/r1": {"raw-all": (1, 0, 1), "recomp": (1, 1, 0)},
+                    "zen/r2": {"raw-all": (0, 0, 1), "recomp": (0, 1, 1)},
+                }
+            ),
+        ),
+        release="grow",
+    )
+    con.close()
+
+
+def shrink(database: Path, root: Path) -> None:
+    """Step 2: a release replaced by fewer rows, a reader deleted, a rescore."""
+    con = warehouse.connect(database)
+    load_matrix(
+        con,
+        write_matrix(
+            root / "shrink.csv",
+            matrix_rows(
+                {
+                    "acme/r1": {"raw-all": (1, 0), "recomp": (0, 1)},
+                    "kilo/r3": {"raw-all": (1, 1), "recomp": (1, 0)},
+                }
+            ),
+        ),
+        release="grow",
+        replace=True,
+    )
+    with warehouse.transaction(con):
+        gamma = [
+            sha256_text(f"toy-verified|i1|{GAMMA}|{policy}")
+            for policy in ("toy-raw", "toy-summary")
+        ]
+        con.execute(
+            "delete from raw.scores where generation_id in (select unnest(?))", [gamma]
+        )
+        con.execute(
+            "delete from raw.generations where generation_id in (select unnest(?))",
+            [gamma],
+        )
+        alpha_i2 = sha256_text("toy-verified|i2|alpha/model-a|toy-summary")
+        con.execute(
+            "update raw.scores set score = 0 where generation_id = ?", [alpha_i2]
+        )
+    con.close()
+
+
+def toy_verified_panels(database: Path) -> dict[str, tuple[int, int]]:
+    """{panel_kind: (row_count, reader_count)} of toy-verified's em panels."""
+    con = warehouse.connect(database, read_only=True)
+    try:
+        return {
+            kind: (rows, readers)
+            for kind, rows, readers in con.execute(
+                "select panel_kind, row_count, reader_count from marts.dim_panels "
+                "where dataset_id = 'toy-verified' and metric = 'em'"
+            ).fetchall()
+        }
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def chain(built, tmp_path_factory):
+    """Run the two steps; per step the incremental and the full fingerprints."""
+    assert built.result.exit_code == 0, "\n".join(built.output[-40:])
+    root = tmp_path_factory.mktemp("incremental")
+    database = root / "warehouse.duckdb"
+    copy_warehouse(built.database, database)
+    before = toy_verified_panels(database)
+    steps = {}
+    for name, change in (("grow", grow), ("shrink", shrink)):
+        change(database, root)
+        incremental_output = run_build(database, root)
+        incremental = fingerprints(database)
+        panels = toy_verified_panels(database)
+        full_output = run_build(database, root, "--full-refresh")
+        full = fingerprints(database)
+        steps[name] = (incremental_output, incremental, full_output, full, panels)
+    return before, steps, database
+
+
+def test_growth_is_built_incrementally_and_equals_a_full_build(chain):
+    before, steps, _ = chain
+    output, incremental, full_output, full, panels = steps["grow"]
+    # hand-worked: toy-verified changed (beta's i3, gamma, the definition) and
+    # the new release's dataset appeared; nothing else did
+    assert (
+        "incremental: 2 datasets changed since lake snapshot" in output
+        and "(grow:nq, toy-verified)" in output
+    ), output[-3000:]
+    assert "full refresh of every model" in full_output
+    assert "asked for (--full-refresh)" in full_output
+    # the primary panel grew from 2 rows (i1, i2) to 3 (i1-i3); gamma covers
+    # one row, so it is excluded and an all-readers panel (that row) appears
+    assert before == {"primary": (2, 2)}
+    assert panels == {"primary": (3, 2), "all_readers": (1, 3), "declared": (3, 2)}
+    assert incremental == full
+    assert "published lake snapshot" in output.splitlines()[-1]
+
+
+def test_shrinking_and_replace_are_built_incrementally_and_equal_a_full_build(chain):
+    _, steps, _ = chain
+    output, incremental, _, full, panels = steps["shrink"]
+    assert (
+        "incremental: 2 datasets changed since lake snapshot" in output
+        and "(grow:nq, toy-verified)" in output
+    ), output[-3000:]
+    # gamma's calls are gone: the all-readers panel vanished
+    assert panels == {"primary": (3, 2), "declared": (3, 2)}
+    assert incremental == full
+
+
+def test_unchanged_marts_are_not_republished(chain):
+    _, steps, _ = chain
+    output = steps["grow"][0]
+    published = [line for line in output.splitlines() if "build: publishing" in line]
+    assert published, output[-3000:]
+    # nothing changed the selection metrics' inputs: that mart is not copied
+    assert "fct_selection_metrics" not in published[0]
+    assert "fct_outcomes (refreshed datasets)" in published[0]
+
+
+def test_publishing_an_incremental_build_with_nothing_changed_commits_nothing(
+    chain, tmp_path
+):
+    database = chain[2]
+    location = resolve(database)
+    con = warehouse.connect(location, read_only=True)
+    snapshot = warehouse.connections.current_snapshot(con)
+    con.close()
+    plan = dbt_runner.BuildPlan(snapshot, False, "nothing changed", (), snapshot)
+    marts = tuple(fingerprints(database))
+    assert dbt_runner.publish_marts(location, marts, snapshot, plan) == ((), None)
+    con = warehouse.connect(location, read_only=True)
+    assert warehouse.connections.current_snapshot(con) == snapshot
+    con.close()
+
+
+@pytest.fixture
+def planned(built, tmp_path):
+    """A copy of the built warehouse and its current snapshot (no dbt run)."""
+    database = tmp_path / "warehouse.duckdb"
+    copy_warehouse(built.database, database)
+    location = resolve(database)
+    con = warehouse.connect(location, read_only=True)
+    snapshot = warehouse.connections.current_snapshot(con)
+    con.close()
+    return location, snapshot
+
+
+def test_the_copied_build_is_incremental_with_nothing_changed(planned):
+    location, snapshot = planned
+    plan = dbt_runner.plan_build(location, snapshot)
+    assert not plan.full, plan.reason
+    assert plan.datasets == ()
+
+
+def test_no_scratch_database_means_a_full_refresh(planned):
+    location, snapshot = planned
+    shutil.rmtree(location.tmp_dir)
+    plan = dbt_runner.plan_build(location, snapshot)
+    assert plan.full
+    assert plan.reason == "no scratch database from an earlier build"
+
+
+def test_a_scratch_database_from_another_lake_means_a_full_refresh(planned):
+    location, snapshot = planned
+    con = dbt_runner._scratch_session(location, read_only=False)
+    con.execute(
+        "update dbt.ragledger_build.state set snapshot_time = '2001-01-01 00:00:00+00'"
+    )
+    con.close()
+    plan = dbt_runner.plan_build(location, snapshot)
+    assert plan.full
+    assert "built from another lake" in plan.reason
+
+
+def test_a_changed_project_means_a_full_refresh(planned):
+    location, snapshot = planned
+    con = dbt_runner._scratch_session(location, read_only=False)
+    con.execute("update dbt.ragledger_build.state set project_hash = 'old'")
+    con.close()
+    plan = dbt_runner.plan_build(location, snapshot)
+    assert plan.full
+    assert plan.reason == "the dbt project changed since the last build"
+
+
+def test_a_changed_reader_family_refreshes_the_datasets_it_answers_in(planned):
+    location, snapshot = planned
+    con = warehouse.connect(location)
+    with warehouse.transaction(con):
+        con.execute(
+            "insert into raw.reader_families (reader_model, family, source) "
+            "values ('zen/r2', 'zen-user', 'user')"
+        )
+    after = warehouse.connections.current_snapshot(con)
+    con.close()
+    plan = dbt_runner.plan_build(location, after)
+    assert not plan.full, plan.reason
+    # zen/r2 answers only in the toy matrix release (conftest.add_toy_panels)
+    assert plan.datasets == ("toy:nq",)
+
+
+def test_a_changed_policy_means_a_full_refresh(planned):
+    location, snapshot = planned
+    con = warehouse.connect(location)
+    with warehouse.transaction(con):
+        con.execute(
+            "update raw.policies set kind = 'raw' where policy_id = 'toy-summary'"
+        )
+    after = warehouse.connections.current_snapshot(con)
+    con.close()
+    plan = dbt_runner.plan_build(location, after)
+    assert plan.full
+    assert plan.reason.startswith("raw.policies changed")

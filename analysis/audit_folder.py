@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,11 @@ def write_folder(
     )
     paths["html"].write_text(
         html_report(
-            document, audits, pairs=pairs, selections=selections, panel_figure_data=drawn
+            document,
+            audits,
+            pairs=pairs,
+            selections=selections,
+            panel_figure_data=drawn,
         ),
         encoding="utf-8",
     )

@@ -9,7 +9,6 @@ import numpy as np
 from analysis.formatting import fixed, signed
 from analysis.panel_audit import PanelAudit
 
-
 #: Smallest font (points). Figures are 100 dpi and shown at most 520 CSS px wide, about 0.87 of
 #: their 600 px: 10 pt = 13.9 px drawn, at least 12 px displayed.
 SMALL_FONT = 10

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -428,11 +429,22 @@ def multiplicity_lines(document: Mapping[str, Any]) -> list[str]:
     return lines + [""]
 
 
+def selection_title(sel: SelectionResult, number: int) -> str:
+    """``Context selection: <metric>`` plus reader and dataset, from the result's label."""
+    parts = sel.label.split(":", 3)
+    if len(parts) == 4 and parts[0] == "selection":
+        _, dataset, metric, reader = parts
+        return f"Context selection: {metric} ({reader}, dataset {dataset})"
+    return f"Context selection {number}" + (f": {sel.label}" if sel.label else "")
+
+
 def selection_lines(selections: Sequence[SelectionResult]) -> list[str]:
     lines: list[str] = []
-    for sel in selections:
+    for number, sel in enumerate(selections, 1):
         lines += [
-            f"## Context selection ({sel.resampling} resampling, {sel.draws} paired draws, seed {sel.seed})",
+            f"## {selection_title(sel, number)}",
+            "",
+            f"{sel.resampling} resampling, {sel.draws} paired draws, seed {sel.seed}.",
             "",
         ]
         lines += _table(
@@ -467,25 +479,175 @@ SCOPE = (
 )
 
 
+#: Glossary entries: id, the strings that mark a use in the report (first found is linked in
+#: report.html), the term as shown, and its meaning (docs/statistics.md has the formulas).
+GLOSSARY: tuple[tuple[str, tuple[str, ...], str, str], ...] = (
+    (
+        "retention",
+        ("Upgrade retention", "Endpoint retention"),
+        "Upgrade / endpoint retention",
+        "compressed upgrade / raw upgrade: the share of the raw score difference between two "
+        "readers that is still visible when both read the compressed evidence (100% = all of it). "
+        "Endpoint retention uses the panel's weakest and strongest raw readers.",
+    ),
+    (
+        "insufficient-raw-separation",
+        ("insufficient-raw-separation",),
+        "insufficient-raw-separation",
+        "outcome: the raw upgrade is smaller than the separation gap, so no retention ratio is formed.",
+    ),
+    (
+        "observed-order-reversed",
+        ("observed-order-reversed",),
+        "observed-order-reversed",
+        "outcome: the compressed upgrade has the opposite sign of the raw upgrade.",
+    ),
+    (
+        "observed-upgrade-attenuated",
+        ("observed-upgrade-attenuated", "observed-downgrade-attenuated"),
+        "observed-upgrade-attenuated",
+        "outcome: retention is below the configured retention alert threshold; the observed "
+        "upgrade shrinks under compression (-downgrade- when the candidate scores lower raw).",
+    ),
+    (
+        "observed-upgrade-preserved",
+        ("observed-upgrade-preserved", "observed-downgrade-preserved"),
+        "observed-upgrade-preserved",
+        "outcome: retention is at or above the retention alert threshold "
+        "(-downgrade- when the candidate scores lower raw).",
+    ),
+    (
+        "not-admissible",
+        ("not admissible",),
+        "not admissible",
+        "the value is undefined here (for example a ratio whose denominator is below the gap, "
+        "or too few usable draws); summary.json gives the reason. It is not zero.",
+    ),
+    (
+        "excess-flips",
+        ("Excess flips", "excess flips"),
+        "Excess flips",
+        "per random row split, reader pairs ordered by their raw scores on one half are checked "
+        "on the other half; excess = compressed reversal rate - raw reversal rate. Above 0: "
+        "compression reorders readers more than row noise alone. The range is a spread over "
+        "splits, not a population interval.",
+    ),
+    (
+        "eiv",
+        ("EIV",),
+        "EIV correlation",
+        "errors-in-variables correlation across readers of raw score and compression gain, with "
+        "the row-sampling noise the two share subtracted (raw score appears inside gain, so the "
+        "naive correlation is biased).",
+    ),
+    (
+        "rescue-damage",
+        ("Rescue", "rescue"),
+        "Rescue / damage",
+        "rescue: cells wrong on raw evidence and right on compressed; damage: raw-correct cells "
+        "made wrong by compression. Their difference is not the accuracy change.",
+    ),
+    (
+        "rank-groups",
+        ("Rank groups",),
+        "Rank groups",
+        "readers the data cannot order: joined by chains of reader pairs whose row-bootstrap "
+        "interval of the difference contains 0. Every reader of one group is resolved from "
+        "every reader of another.",
+    ),
+    (
+        "mde",
+        ("Minimum detectable",),
+        "Minimum detectable effect (MDE)",
+        "the smallest difference of two readers' mean scores a two-sided paired test at this "
+        "alpha detects with the stated power (normal approximation, unadjusted alpha).",
+    ),
+    (
+        "holm",
+        ("Holm",),
+        "Holm adjusted p",
+        "p-value adjusted for every test in this audit so that the chance of any false "
+        "rejection (family-wise error) stays at alpha.",
+    ),
+    (
+        "bh",
+        ("Benjamini-Hochberg", "BH"),
+        "BH (Benjamini-Hochberg) adjusted p",
+        "p-value adjusted so that the expected share of false rejections among rejections "
+        "(false discovery rate) stays at alpha; less strict than Holm.",
+    ),
+)
+
+
+def glossary_used(text: str) -> list[tuple[str, tuple[str, ...], str, str]]:
+    """The glossary entries whose marker strings occur in ``text``."""
+    return [entry for entry in GLOSSARY if any(m in text for m in entry[1])]
+
+
+def glossary_lines(text: str) -> list[str]:
+    used = glossary_used(text)
+    if not used:
+        return []
+    return (
+        ["## Glossary", ""]
+        + [f"- **{term}**: {meaning}" for _, _, term, meaning in used]
+        + [""]
+    )
+
+
+FigureList = Sequence[tuple[str, str, "bytes | None"]]
+
+
+def panel_figures(audit: PanelAudit) -> list[tuple[str, str, bytes | None]]:
+    """(file slug, alt text, PNG bytes or None) for one panel's four figures."""
+    return [
+        (
+            "readers",
+            "raw vs compressed score per reader",
+            figures.reader_scatter(audit),
+        ),
+        (
+            "endpoint",
+            "endpoint upgrade raw vs compressed",
+            figures.endpoint_upgrade(audit),
+        ),
+        ("excess", "excess flips per split", figures.excess_distribution(audit)),
+        (
+            "rescue-damage",
+            "rescue and damage per reader",
+            figures.rescue_damage_chart(audit),
+        ),
+    ]
+
+
 def markdown_report(
     document: Mapping[str, Any],
     audits: Sequence[PanelAudit],
     *,
     pairs: Sequence[DeclaredPairResult] = (),
     selections: Sequence[SelectionResult] = (),
+    figure_files: Sequence[Sequence[tuple[str, str]]] | None = None,
 ) -> str:
+    """``figure_files[k]``: (alt text, relative path) of panel k's figures, linked below it."""
     lines = ["# ragledger audit", ""]
     lines += pair_lines(pairs)
-    for audit in audits:
+    for k, audit in enumerate(audits):
         lines += panel_lines(audit)
+        if figure_files is not None and k < len(figure_files) and figure_files[k]:
+            lines += ["**Figures**", ""]
+            lines += [f"![{alt}]({path})" for alt, path in figure_files[k]] + [""]
     lines += selection_lines(selections)
     lines += multiplicity_lines(document)
     lines += ["## Scope", "", SCOPE, ""]
+    lines += glossary_lines("\n".join(lines))
     return "\n".join(lines)
 
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+p,li,dd,h1,h2,h3{overflow-wrap:anywhere}img{max-width:100%;height:auto}
+.scroll{overflow-x:auto;max-width:100%;margin:0.6em 0 1.2em}.scroll table{margin:0}
+a.term{color:inherit;text-decoration:underline dotted}dt{font-weight:600;margin-top:0.5em}dd{margin-left:1.2em}
 table{border-collapse:collapse;margin:0.6em 0 1.2em}td,th{border:1px solid #ccc;padding:4px 8px;font-size:0.9em;vertical-align:top}
 th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}.figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}
 .figs img{display:block;flex:0 1 auto;min-width:0;max-width:min(100%,520px);height:auto;border:1px solid #ddd}
@@ -512,13 +674,15 @@ def _md_to_html(lines: Sequence[str]) -> str:
         if table:
             head, *body = table
             out.append(
-                "<table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr>"
+                '<div class="scroll"><table><tr>'
+                + "".join(f"<th>{inline(c)}</th>" for c in head)
+                + "</tr>"
             )
             out.extend(
                 "<tr>" + "".join(f"<td>{inline(c)}</td>" for c in row) + "</tr>"
                 for row in body
             )
-            out.append("</table>")
+            out.append("</table></div>")
             table.clear()
         if bullets:
             out.append(
@@ -567,27 +731,71 @@ def _img(data: bytes | None, alt: str) -> str:
     )
 
 
+def _link_terms(body: str) -> str:
+    """Link the first use of each glossary term (in text, never inside a tag) to its entry."""
+    for key, markers, _, _ in GLOSSARY:
+        for marker in markers:
+            found = re.search(
+                r">[^<]*?(?<![\w-])(" + re.escape(marker) + r")(?![\w-])", body
+            )
+            if found:
+                start, end = found.span(1)
+                body = (
+                    f'{body[:start]}<a class="term" href="#g-{key}">{body[start:end]}</a>'
+                    f"{body[end:]}"
+                )
+                break
+    return body
+
+
+def _glossary_html(text: str) -> str:
+    used = glossary_used(text)
+    if not used:
+        return ""
+    items = "".join(
+        f'<dt id="g-{key}">{html.escape(term)}</dt><dd>{html.escape(meaning)}</dd>'
+        for key, _, term, meaning in used
+    )
+    return f'<h2 id="glossary">Glossary</h2><dl>{items}</dl>'
+
+
 def html_report(
     document: Mapping[str, Any],
     audits: Sequence[PanelAudit],
     *,
     pairs: Sequence[DeclaredPairResult] = (),
     selections: Sequence[SelectionResult] = (),
+    panel_figure_data: Sequence[FigureList] | None = None,
 ) -> str:
-    body = ["<h1>ragledger audit</h1>", _md_to_html(pair_lines(pairs))]
-    for audit in audits:
+    """``panel_figure_data[k]``: panel k's figures from :func:`panel_figures` (drawn if absent)."""
+    body = [
+        "<h1>ragledger audit</h1>",
+        '<p>Terms are explained in the <a href="#glossary">glossary</a> at the end; '
+        "underlined terms link to their entry.</p>",
+        _md_to_html(pair_lines(pairs)),
+    ]
+    for k, audit in enumerate(audits):
         body.append(_md_to_html(panel_lines(audit)))
-        figs = [
-            _img(figures.reader_scatter(audit), "raw vs compressed score per reader"),
-            _img(figures.endpoint_upgrade(audit), "endpoint upgrade raw vs compressed"),
-            _img(figures.excess_distribution(audit), "excess flips per split"),
-            _img(figures.rescue_damage_chart(audit), "rescue and damage per reader"),
-        ]
-        body.append('<div class="figs">' + "".join(figs) + "</div>")
+        figs = (
+            panel_figure_data[k]
+            if panel_figure_data is not None and k < len(panel_figure_data)
+            else panel_figures(audit)
+        )
+        body.append(
+            '<div class="figs">'
+            + "".join(_img(data, alt) for _, alt, data in figs)
+            + "</div>"
+        )
     body.append(_md_to_html(selection_lines(selections)))
     body.append(_md_to_html(multiplicity_lines(document)))
     body.append(_md_to_html(["## Scope", "", SCOPE]))
+    text = "\n".join(body)
+    text = _link_terms(text) + _glossary_html(
+        html.unescape(re.sub(r"<[^>]+>", " ", text))
+    )
     return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>ragledger audit</title>"
-        f"<style>{CSS}</style></head><body>" + "\n".join(body) + "</body></html>\n"
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<title>ragledger audit</title>"
+        f"<style>{CSS}</style></head><body>" + text + "</body></html>\n"
     )

@@ -57,7 +57,7 @@ def test_same_inputs_and_seed_give_byte_identical_summary(panel, tmp_path):
     assert first["summary"].read_bytes() == second["summary"].read_bytes()
     # the names the README and the CLI give
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [
-        "REPORT.md", "report.html", "summary.json",
+        "REPORT.md", "figures", "report.html", "summary.json",
     ]  # fmt: skip
     html = first["html"].read_text()
     assert html.count("data:image/png;base64,") == 4

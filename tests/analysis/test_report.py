@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -149,3 +150,92 @@ def test_report_shows_rank_groups_mde_and_the_adjusted_family():
     assert "## Multiplicity" in html_report(document, [audit]) or "Multiplicity" in (
         html_report(document, [audit])
     )
+
+
+def test_html_has_a_viewport_and_every_table_scrolls_in_its_own_box(html):
+    assert (
+        '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
+    )
+    tables = html.count("<table")
+    assert tables >= 3
+    assert html.count('<div class="scroll"><table') == tables
+    assert html.count("</table></div>") == tables
+    rules = CSS.replace(" ", "")
+    assert re.search(r"\.scroll\{[^}]*overflow-x:auto", rules)
+    assert re.search(r"(^|\})img\{[^}]*max-width:100%", rules)
+
+
+def test_glossary_explains_each_term_the_report_uses_and_links_its_first_use(html):
+    # the toy panel's report uses these terms (read off panel_lines by hand) and no declared pair
+    used = {"retention", "excess-flips", "eiv", "rank-groups", "mde", "holm", "bh",
+            "rescue-damage"}  # fmt: skip
+    entries = set(re.findall(r'<dt id="g-([a-z-]+)">', html))
+    assert used <= entries
+    assert "observed-order-reversed" not in entries  # not used, not listed
+    for key in entries:
+        assert html.count(f'href="#g-{key}"') == 1, key  # first use only
+    anchor = html.index('<a class="term" href="#g-eiv">EIV</a>')
+    assert anchor < html.index('<h2 id="glossary">')
+    assert html.index("EIV") == anchor + len('<a class="term" href="#g-eiv">')
+
+
+def test_markdown_glossary_lists_the_outcome_labels_it_prints():
+    from analysis.report import glossary_lines
+
+    text = "Outcome: observed-upgrade-attenuated; EIV correlation not admissible"
+    lines = "\n".join(glossary_lines(text))
+    assert lines.startswith("## Glossary")
+    for term in ("observed-upgrade-attenuated", "EIV correlation", "not admissible"):
+        assert f"- **{term}**: " in lines
+    assert "observed-upgrade-preserved" not in lines and "Holm" not in lines
+
+
+def test_selection_sections_are_titled_by_metric():
+    from analysis.selection import selection_accuracy
+
+    rng = np.random.default_rng(3)
+    results = []
+    for metric in ("exact_match", "token_f1", "judge_match", "exact_match"):
+        scores = {m: rng.integers(0, 2, (30, 2)) for m in ("full", "top-k")}
+        reader = "r2" if len(results) == 3 else "r1"
+        result = selection_accuracy(scores, baseline="full", draws=20, seed=1)
+        results.append(replace(result, label=f"selection:ds:{metric}:{reader}"))
+    text = markdown_report({}, [], selections=results)
+    headings = [line for line in text.splitlines() if line.startswith("## Context")]
+    assert headings == [
+        "## Context selection: exact_match (r1, dataset ds)",
+        "## Context selection: token_f1 (r1, dataset ds)",
+        "## Context selection: judge_match (r1, dataset ds)",
+        "## Context selection: exact_match (r2, dataset ds)",
+    ]
+
+
+def test_report_md_links_the_figure_files_report_html_embeds(tmp_path):
+    import base64
+
+    from analysis.audit import write_folder
+
+    raw, comp, readers, families = binary_panel(m=5, n=60, seed=4, families=3)
+    panel = PanelArrays(
+        "p/1", "toy", "em", raw, comp, tuple(readers),
+        tuple(f"i{k:03d}" for k in range(60)), tuple(families),
+    )  # fmt: skip
+    audit = audit_panel(panel, SMALL)
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "old.png").write_bytes(b"stale")
+    paths = write_folder(tmp_path, summary([audit]), [audit])
+    report = paths["report"].read_text()
+    linked = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", report)
+    assert len(linked) == 4
+    embedded = {
+        base64.b64decode(data)
+        for data in re.findall(
+            r'src="data:image/png;base64,([^"]+)"', paths["html"].read_text()
+        )
+    }
+    for path in linked:
+        assert not path.startswith("/")
+        assert (tmp_path / path).read_bytes() in embedded
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == sorted(
+        p.rsplit("/", 1)[1] for p in linked
+    )  # the earlier audit's figure is gone

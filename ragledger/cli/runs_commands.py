@@ -9,7 +9,8 @@ import click
 
 import warehouse
 from ragledger.cli.common import database_path, error_handler
-from ragledger.cli.console import console, errors, print_table
+from ragledger.cli.console import console, errors
+from ragledger.cli.output import format_option, write_json, write_rows, write_table
 
 #: Tables whose rows carry the run that wrote them, with the label each count gets.
 RUN_TABLES = (
@@ -22,6 +23,8 @@ RUN_TABLES = (
 #: Statuses a run row can hold; ``interrupted`` marks a run that never finished
 #: (its process was killed) once a later run notices it.
 STATUSES = ("running", "finished", "failed", "interrupted")
+#: ``runs --format csv`` columns before ``counts`` (a JSON object per run).
+CSV_FIELDS = ("run_id", "kind", "command", "status", "started_at", "finished_at")
 
 
 def list_runs(
@@ -92,11 +95,12 @@ def _time(value: Any) -> str | None:
     show_default=True,
     help="Newest N runs (0: all).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@format_option()
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.pass_context
 @error_handler
 def runs_command(
-    ctx: click.Context, kind: str | None, limit: int, as_json: bool
+    ctx: click.Context, kind: str | None, limit: int, output_format: str, as_json: bool
 ) -> None:
     """List the runs recorded in raw.runs, newest first.
 
@@ -104,6 +108,12 @@ def runs_command(
     interrupted: killed before it finished, marked when the next run starts),
     start and finish times, and the rows it wrote per table.
     """
+    if as_json:
+        if output_format not in ("table", "json"):
+            raise click.UsageError(
+                f"--json is --format json; it contradicts --format {output_format}"
+            )
+        output_format = "json"
     con = warehouse.connect(database_path(ctx), read_only=True)
     try:
         runs = list_runs(con, limit=limit or None, kind=kind)
@@ -112,27 +122,35 @@ def runs_command(
         ).fetchone()[0]
     finally:
         con.close()
-    if as_json:
-        click.echo(json.dumps(runs, indent=2))
-        return
-    if not runs:
+    if output_format == "json":
+        write_json(runs)
+    elif output_format == "csv":
+        write_rows(
+            [*CSV_FIELDS, "counts"],
+            [
+                (*(run[field] for field in CSV_FIELDS), json.dumps(run["counts"]))
+                for run in runs
+            ],
+            "csv",
+        )
+    elif not runs:
         console.print("no runs" + (f" of kind {kind}" if kind else ""))
-        return
-    print_table(
-        ["run", "command", "status", "started", "finished", "counts"],
-        [
-            (
-                run["run_id"],
-                run["command"] or run["kind"],
-                run["status"],
-                run["started_at"],
-                run["finished_at"],
-                ", ".join(f"{key} {value}" for key, value in run["counts"].items()),
-            )
-            for run in runs
-        ],
-        title="runs",
-    )
+    else:
+        write_table(
+            ["run", "command", "status", "started", "finished", "counts"],
+            [
+                (
+                    run["run_id"],
+                    run["command"] or run["kind"],
+                    run["status"],
+                    run["started_at"],
+                    run["finished_at"],
+                    ", ".join(f"{key} {value}" for key, value in run["counts"].items()),
+                )
+                for run in runs
+            ],
+            title="runs",
+        )
     if total > len(runs):
         errors.print(f"{total - len(runs)} older run(s) not shown; --limit 0 shows all")
 

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import csv
-import json
-import sys
 from pathlib import Path
 
 import click
@@ -13,10 +10,14 @@ import click
 import warehouse
 from ragledger.cli.common import database_path, error_handler
 from ragledger.cli.console import console, print_table
+from ragledger.cli.output import count_rest, fetch_rows, format_option, write_rows
 from warehouse import lake, maintenance
 from warehouse.exports import export_parquet
 from warehouse.schema import schema_version
 from warehouse.sql_guard import reader_connection, run_query
+
+#: Rows ``sql --format table`` prints unless --limit says otherwise.
+TABLE_ROWS = 200
 
 
 @click.command("init")
@@ -42,15 +43,14 @@ def init_command(ctx: click.Context) -> None:
 # a query may start with a SQL comment ("-- ..."): not an option
 @click.command("sql", context_settings={"ignore_unknown_options": True})
 @click.argument("query")
-@click.option("--limit", default=200, show_default=True, help="Rows to print at most.")
 @click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["table", "csv", "json"]),
-    default="table",
-    show_default=True,
-    help="table for people; csv or json (one object per row) for scripts.",
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help=f"Rows to print at most (0: all). Default: all for csv and json, "
+    f"{TABLE_ROWS} for table.",
 )
+@format_option()
 @click.option(
     "--at",
     "snapshot",
@@ -61,7 +61,11 @@ def init_command(ctx: click.Context) -> None:
 @click.pass_context
 @error_handler
 def sql_command(
-    ctx: click.Context, query: str, limit: int, output_format: str, snapshot: int | None
+    ctx: click.Context,
+    query: str,
+    limit: int | None,
+    output_format: str,
+    snapshot: int | None,
 ) -> None:
     """Run QUERY read-only and print the result.
 
@@ -70,27 +74,23 @@ def sql_command(
     lake can be read or written. A running job never blocks it: it reads the last
     committed snapshot.
     """
+    if limit is None:
+        limit = TABLE_ROWS if output_format == "table" else 0
     con = reader_connection(database_path(ctx), at=snapshot)
     try:
         columns, cursor = run_query(con, query)
-        rows = cursor.fetchmany(limit + 1) if columns else []
+        if not columns:
+            console.print("ok")
+            return
+        write_rows(columns, fetch_rows(cursor, limit or None), output_format)
+        cut = count_rest(cursor) if limit else 0
     finally:
         con.close()
-    if not columns:
-        console.print("ok")
-        return
-    shown = rows[:limit]
-    if output_format == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(shown)
-    elif output_format == "json":
-        for row in shown:
-            click.echo(json.dumps(dict(zip(columns, row, strict=True)), default=str))
-    else:
-        print_table(columns, shown)
-    if len(rows) > limit:
-        click.echo(f"(first {limit} rows shown; raise --limit for more)", err=True)
+    if cut:
+        click.echo(
+            f"({cut} more row(s) not shown: first {limit} only; --limit 0 shows all)",
+            err=True,
+        )
 
 
 @click.group("export")

@@ -72,7 +72,7 @@ def start(db: Path, *args: str, env: dict[str, str] | None = None) -> subprocess
 
 def sql_json(db: Path, query: str, env: dict[str, str] | None = None) -> list[dict]:
     done = ragledger(db, "sql", "--format", "json", query, env=env)
-    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    return json.loads(done.stdout)  # one JSON array of objects
 
 
 def write_matrix(path: Path, *, seed: int, scale: float = TEST_SCALE) -> int:
@@ -215,7 +215,7 @@ class Polling:
                 if done.returncode != 0:
                     self.cli_errors.append(done.stderr.strip() or done.stdout.strip())
                 else:
-                    row = json.loads(done.stdout.strip().splitlines()[-1])
+                    row = json.loads(done.stdout)[-1]
                     self.cli_seen.append((row["matrix_rows"], row["outcomes"]))
                 # a ragledger process costs ~1 s of CPU: leave the jobs a core
                 time.sleep(1.0)

@@ -189,6 +189,8 @@ def _publish_snapshots() -> None:
     connections.COMMITTED.clear()
     connections.OPENED.clear()
     for root, location in sorted(pending.items()):
+        if not location.root.is_dir():
+            continue  # a lake the command removed again (a failed migrate's)
         try:
             publish(location)
         except Exception as error:  # noqa: BLE001 - the job itself has ended

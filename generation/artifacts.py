@@ -408,10 +408,15 @@ def compile_dataset(
                 commit()
                 last_commit = time.monotonic()
     except BaseException:
-        # what was compiled lands with the failure (if even that commit fails,
-        # the next run marks this one interrupted, as after a kill)
-        with suppress(BaseException):
-            commit(("failed", {"made": made, **embeddings.counts()}))
+        failure = ("failed", {"made": made, **embeddings.counts()})
+        try:
+            commit(failure)  # what was compiled lands with the failure
+        except BaseException:
+            # that work cannot be stored: record the failure alone (if even that
+            # fails, the next run marks this one interrupted, as after a kill)
+            pending.clear()
+            with suppress(BaseException), transaction(con):
+                record_finish(con, run_id, *failure)
         raise
     finally:
         progress.finish()

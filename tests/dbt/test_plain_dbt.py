@@ -60,7 +60,9 @@ def test_source_freshness_on_any_db_by_var(lake):
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert "does not match" not in output
-    assert "Finished running 19 sources" in output
+    # freshness is configured on the seven tables jobs append to (see
+    # tests/dbt/test_docs.py), each read from the lake named by the var
+    assert "Finished running 7 sources" in output
     # the scratch database follows the warehouse
     assert (lake.with_suffix(".lake") / "tmp" / "dbt.duckdb").exists()
 

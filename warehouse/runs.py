@@ -20,6 +20,7 @@ import duckdb
 
 from warehouse.connections import transaction
 from warehouse.hashing import canonical_json
+from warehouse.processes import alive
 from warehouse.raw_tables import write
 
 RUN_COLUMNS = (
@@ -141,7 +142,7 @@ def mark_interrupted(con: duckdb.DuckDBPyConnection) -> int:
         "select run_id, pid from raw.runs where status = 'running' and host = ?",
         [host],
     ).fetchall()
-    dead = [run_id for run_id, pid in rows if pid is None or not _alive(int(pid))]
+    dead = [run_id for run_id, pid in rows if pid is None or not alive(int(pid))]
     if dead:
         con.execute(
             "update raw.runs set status = 'interrupted' "
@@ -149,15 +150,3 @@ def mark_interrupted(con: duckdb.DuckDBPyConnection) -> int:
             [dead],
         )
     return len(dead)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -121,3 +121,40 @@ def accept_database_everywhere(command: click.Command) -> None:
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             accept_database_everywhere(sub)
+
+
+def batch_options(count_option: str, unit: str) -> Callable[[F], F]:
+    """``count_option`` (``--batch-calls``, ``--batch-items``) and
+    ``--batch-seconds``: one lake snapshot per batch, with the defaults and
+    environment variables of :mod:`generation.journal`.
+
+    ``unit`` says what a batch counts ("Answers", "Items").
+    """
+    from generation.journal import (
+        BATCH_CALLS_ENV,
+        BATCH_SECONDS_ENV,
+        DEFAULT_BATCH_CALLS,
+        DEFAULT_BATCH_SECONDS,
+    )
+
+    calls = click.option(
+        count_option,
+        type=int,
+        envvar=BATCH_CALLS_ENV,
+        default=DEFAULT_BATCH_CALLS,
+        show_default=True,
+        help=f"{unit} per lake commit (one snapshot per batch). Env: {BATCH_CALLS_ENV}.",
+    )
+    seconds = click.option(
+        "--batch-seconds",
+        type=float,
+        envvar=BATCH_SECONDS_ENV,
+        default=DEFAULT_BATCH_SECONDS,
+        show_default=True,
+        help=f"At most this many seconds between lake commits. Env: {BATCH_SECONDS_ENV}.",
+    )
+
+    def decorate(func: F) -> F:
+        return calls(seconds(func))
+
+    return decorate

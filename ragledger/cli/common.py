@@ -158,3 +158,34 @@ def batch_options(count_option: str, unit: str) -> Callable[[F], F]:
         return calls(seconds(func))
 
     return decorate
+
+
+def marks_job(kind: str) -> Callable[[F], F]:
+    """Leave a job marker (:func:`warehouse.runs.job_marker`) in the lake's
+    ``tmp/`` while the command runs, so ``ragledger runs`` shows it running, or
+    interrupted if it is killed. Put it under :func:`error_handler`."""
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from warehouse import lake
+            from warehouse.runs import job_marker
+
+            ctx = click.get_current_context()
+            try:
+                tmp_dir = lake.resolve(database_path(ctx)).tmp_dir
+            except WarehouseError:  # the command itself reports a bad --db
+                return func(*args, **kwargs)
+            with job_marker(tmp_dir, kind, command_line()):
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def command_line() -> str:
+    """This process's command line, for the record (secrets redacted)."""
+    import shlex
+
+    return redact(" ".join(["ragledger", *map(shlex.quote, sys.argv[1:])]))

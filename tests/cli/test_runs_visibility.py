@@ -3,6 +3,7 @@ and the lake snapshot each ended run committed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -129,3 +130,32 @@ def test_ingest_killed_mid_load_is_interrupted_and_committed_nothing(tmp_path):
     assert kill_when(child, lambda: folder.exists() and any(folder.rglob("*.parquet")))
     assert matrix_state(database) == (0, 0)
     assert [run["status"] for run in runs_json(database)] == ["interrupted"]
+
+
+@pytest.mark.slow
+def test_killed_build_is_listed_as_interrupted(tmp_path):
+    """kill -9 of a real `ragledger build` two seconds after it started."""
+    import psutil
+
+    from tests.warehouse.lake_support import start
+
+    database = tmp_path / "w.duckdb"
+    warehouse.connect(database).close()
+    markers = tmp_path / "w.lake" / "tmp" / "runs"
+    process = start(database, "build")
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        if markers.is_dir() and any(markers.glob("*.json")):
+            break
+        time.sleep(0.01)
+    time.sleep(2.0)
+    assert process.poll() is None, "the build ended before it could be killed"
+    children = psutil.Process(process.pid).children(recursive=True)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    process.stdout.close()
+    for child in children:  # a dbt child the build started, if any survived
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
+    runs = runs_json(database)
+    assert [(run["kind"], run["status"]) for run in runs] == [("build", "interrupted")]

@@ -160,7 +160,9 @@ def runs_command(
 
     Each run shows its id, command, status (running, finished, failed, or
     interrupted: killed before it finished, marked when the next run starts),
-    start and finish times, and the rows it wrote per table.
+    start and finish times, the lake snapshot it committed (for `sql --at`)
+    and the rows it wrote per table. Ingests and builds that are running, or
+    were killed, are listed too (from their marker files in the lake's tmp/).
     """
     if as_json:
         if output_format not in ("table", "json"):

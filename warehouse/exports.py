@@ -34,6 +34,7 @@ from typing import Any
 from warehouse.connections import current_snapshot
 from warehouse.errors import WarehouseError
 from warehouse.lake import Location, resolve
+from warehouse.processes import alive
 
 SCHEMAS = ("raw", "marts", "analysis")
 #: table -> column it is partitioned by
@@ -269,19 +270,9 @@ def remove_dead_partials(root: Path) -> None:
     prefix = f".{root.name}."
     for path in root.parent.glob(f".{glob.escape(root.name)}.*.partial*"):
         middle = path.name[len(prefix) :].split(".partial", 1)[0]
-        if not middle.isdigit() or _alive(int(middle)):
+        if not middle.isdigit() or alive(int(middle)):
             continue
         shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _exchange(first: Path, second: Path) -> bool:

@@ -10,16 +10,21 @@ whether they are alive.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from warehouse.connections import transaction
 from warehouse.hashing import canonical_json
+from warehouse.processes import alive
 from warehouse.raw_tables import write
 
 RUN_COLUMNS = (
@@ -141,7 +146,7 @@ def mark_interrupted(con: duckdb.DuckDBPyConnection) -> int:
         "select run_id, pid from raw.runs where status = 'running' and host = ?",
         [host],
     ).fetchall()
-    dead = [run_id for run_id, pid in rows if pid is None or not _alive(int(pid))]
+    dead = [run_id for run_id, pid in rows if pid is None or not alive(int(pid))]
     if dead:
         con.execute(
             "update raw.runs set status = 'interrupted' "
@@ -151,13 +156,71 @@ def mark_interrupted(con: duckdb.DuckDBPyConnection) -> int:
     return len(dead)
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
+# --- job markers: jobs that write without a raw.runs row of their own --------
+#
+# A writing job that records no run while it works (ingest, build) leaves a
+# marker file ``<lake>/tmp/runs/<run_id>.json`` from its start to its end. The
+# file is removed when the job ends, well or with an error; only a killed job
+# leaves it behind. :func:`job_markers` reads them back as ``running`` (the
+# process is alive, or runs on another host) or ``interrupted`` (it is gone).
+
+MARKER_DIR = "runs"
+
+
+def marker_dir(tmp_dir: Path) -> Path:
+    """Where the job markers of a lake live (``<lake>/tmp/runs``)."""
+    return tmp_dir / MARKER_DIR
+
+
+@contextmanager
+def job_marker(tmp_dir: Path, kind: str, command: str) -> Iterator[str | None]:
+    """Mark a job as running for the block; yields its run id (None when the
+    lake folder does not exist yet: a job that creates the lake goes unmarked)."""
+    if not tmp_dir.parent.is_dir():
+        yield None
+        return
+    run_id = f"{kind.replace(' ', '-')}-{uuid.uuid4().hex[:16]}"
+    folder = marker_dir(tmp_dir)
+    target = folder / f"{run_id}.json"
+    record = {
+        "run_id": run_id,
+        "kind": kind,
+        "command": command,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f".{run_id}.partial"
+        partial.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(partial, target)
+    except OSError:  # a read-only lake: the job itself says what is wrong
+        yield None
+        return
+    try:
+        yield run_id
+    finally:
+        with suppress(OSError):
+            target.unlink()
+
+
+def job_markers(tmp_dir: Path) -> list[dict[str, Any]]:
+    """The markers left in ``tmp_dir``, each with ``status`` ``running`` or
+    ``interrupted`` (this host's process is gone). Unreadable files are skipped."""
+    folder = marker_dir(tmp_dir)
+    if not folder.is_dir():
+        return []
+    host = socket.gethostname()
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            pid = int(record["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not isinstance(record, dict):
+            continue
+        gone = record.get("host") == host and not alive(pid)
+        found.append({**record, "status": "interrupted" if gone else "running"})
+    return found

@@ -42,6 +42,7 @@ from warehouse import lake
 from warehouse.connections import connect, current_snapshot
 from warehouse.extensions import OFFLINE
 from warehouse.lake import Location, resolve
+from warehouse.processes import alive
 
 SCHEMAS = ("raw", "marts", "analysis")
 #: Set to 0 to skip refreshing the snapshot file after jobs (e.g. bulk scripts).
@@ -461,19 +462,9 @@ def _remove_stale_partials(target: Path) -> None:
     """Remove ``.NAME.duckdb.PID.partial`` files whose process is gone."""
     for path in _partial_files(target):
         pid = path.name[len(target.name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and alive(int(pid)):
             continue
         _unlink(path)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _unlink(path: Path) -> None:

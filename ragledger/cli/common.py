@@ -121,3 +121,71 @@ def accept_database_everywhere(command: click.Command) -> None:
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             accept_database_everywhere(sub)
+
+
+def batch_options(count_option: str, unit: str) -> Callable[[F], F]:
+    """``count_option`` (``--batch-calls``, ``--batch-items``) and
+    ``--batch-seconds``: one lake snapshot per batch, with the defaults and
+    environment variables of :mod:`generation.journal`.
+
+    ``unit`` says what a batch counts ("Answers", "Items").
+    """
+    from generation.journal import (
+        BATCH_CALLS_ENV,
+        BATCH_SECONDS_ENV,
+        DEFAULT_BATCH_CALLS,
+        DEFAULT_BATCH_SECONDS,
+    )
+
+    calls = click.option(
+        count_option,
+        type=int,
+        envvar=BATCH_CALLS_ENV,
+        default=DEFAULT_BATCH_CALLS,
+        show_default=True,
+        help=f"{unit} per lake commit (one snapshot per batch). Env: {BATCH_CALLS_ENV}.",
+    )
+    seconds = click.option(
+        "--batch-seconds",
+        type=float,
+        envvar=BATCH_SECONDS_ENV,
+        default=DEFAULT_BATCH_SECONDS,
+        show_default=True,
+        help=f"At most this many seconds between lake commits. Env: {BATCH_SECONDS_ENV}.",
+    )
+
+    def decorate(func: F) -> F:
+        return calls(seconds(func))
+
+    return decorate
+
+
+def marks_job(kind: str) -> Callable[[F], F]:
+    """Leave a job marker (:func:`warehouse.runs.job_marker`) in the lake's
+    ``tmp/`` while the command runs, so ``ragledger runs`` shows it running, or
+    interrupted if it is killed. Put it under :func:`error_handler`."""
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from warehouse import lake
+            from warehouse.runs import job_marker
+
+            ctx = click.get_current_context()
+            try:
+                tmp_dir = lake.resolve(database_path(ctx)).tmp_dir
+            except WarehouseError:  # the command itself reports a bad --db
+                return func(*args, **kwargs)
+            with job_marker(tmp_dir, kind, command_line()):
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def command_line() -> str:
+    """This process's command line, for the record (secrets redacted)."""
+    import shlex
+
+    return redact(" ".join(["ragledger", *map(shlex.quote, sys.argv[1:])]))

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 import warehouse
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import batch_options, database_path, error_handler
 from ragledger.cli.console import RichProgress, console, errors, print_table
 from warehouse.errors import WarehouseError
 
@@ -119,23 +119,7 @@ def _print_policies(as_json: bool) -> None:
     help="Print JSON: the policies with --list, else the compile summary "
     "(counts, chunks_embedded, chunks_reused, refusals).",
 )
-@click.option(
-    "--batch-items",
-    type=int,
-    envvar="RAGLEDGER_BATCH_CALLS",
-    default=1000,
-    show_default=True,
-    help="Items per lake commit (one snapshot per batch). Env: RAGLEDGER_BATCH_CALLS.",
-)
-@click.option(
-    "--batch-seconds",
-    type=float,
-    envvar="RAGLEDGER_BATCH_SECONDS",
-    default=30.0,
-    show_default=True,
-    help="At most this many seconds between lake commits. "
-    "Env: RAGLEDGER_BATCH_SECONDS.",
-)
+@batch_options("--batch-items", "Items")
 @click.pass_context
 @error_handler
 def compile_command(

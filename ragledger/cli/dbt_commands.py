@@ -12,7 +12,7 @@ from rich.markup import escape
 import warehouse
 from analysis.panel import define_panel as store_panel_definition
 from analysis.panel import read_items_file
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import database_path, error_handler, marks_job
 from ragledger.cli.console import console, errors, print_table
 from warehouse import dbt_runner, marts
 from warehouse.errors import WarehouseError
@@ -57,6 +57,7 @@ from warehouse.errors import WarehouseError
 )
 @click.pass_context
 @error_handler
+@marks_job("build")
 def build(
     ctx: click.Context,
     select: tuple[str, ...],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ingest.benchmarks import ingest_benchmark, parse_slice
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import database_path, error_handler, marks_job
 from ragledger.cli.console import RichProgress, console
 from warehouse import connect
 
@@ -47,6 +47,7 @@ from warehouse import connect
 )
 @click.pass_context
 @error_handler
+@marks_job("ingest benchmark")
 def benchmark(
     ctx: click.Context,
     name: str,

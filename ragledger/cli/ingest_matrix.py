@@ -8,7 +8,7 @@ import click
 
 import warehouse
 from ingest.matrix import PUBLISHED_COUNTS, load_matrix
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import database_path, error_handler, marks_job
 from ragledger.cli.console import RichProgress, console, errors, print_table
 
 
@@ -25,6 +25,7 @@ from ragledger.cli.console import RichProgress, console, errors, print_table
 )
 @click.pass_context
 @error_handler
+@marks_job("ingest matrix")
 def matrix_command(
     ctx: click.Context, path: Path, release: str | None, replace: bool
 ) -> None:

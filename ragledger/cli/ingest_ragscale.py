@@ -9,7 +9,7 @@ import click
 import warehouse
 from ingest.families import load_families
 from ingest.ragscale import load_ragscale
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import database_path, error_handler, marks_job
 from ragledger.cli.console import RichProgress, console, errors
 
 
@@ -34,6 +34,7 @@ from ragledger.cli.console import RichProgress, console, errors
 )
 @click.pass_context
 @error_handler
+@marks_job("ingest ragscale")
 def ragscale_command(
     ctx: click.Context,
     directory: Path,
@@ -72,6 +73,7 @@ def ragscale_command(
 )
 @click.pass_context
 @error_handler
+@marks_job("ingest families")
 def families_command(ctx: click.Context, csv_file: Path | None) -> None:
     """Load reader families: a user CSV (reader_model,family) that overrides the default map.
 

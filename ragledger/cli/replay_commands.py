@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 import warehouse
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import batch_options, database_path, error_handler
 from ragledger.cli.console import RichProgress, console, errors, print_fields
 from warehouse.errors import WarehouseError
 
@@ -109,23 +109,8 @@ def _replay_fields(summary: Any) -> list[tuple[str, Any]]:
     help="Call again keys whose stored answer is empty (default: an empty answer "
     "is final and scored as wrong; error calls are always retried).",
 )
-@click.option(
-    "--batch-calls",
-    type=int,
-    envvar="RAGLEDGER_BATCH_CALLS",
-    default=1000,
-    show_default=True,
-    help="Answers per lake commit (one snapshot per batch; every answer is "
-    "journaled on disk the moment it arrives). Env: RAGLEDGER_BATCH_CALLS.",
-)
-@click.option(
-    "--batch-seconds",
-    type=float,
-    envvar="RAGLEDGER_BATCH_SECONDS",
-    default=30.0,
-    show_default=True,
-    help="At most this many seconds between lake commits. "
-    "Env: RAGLEDGER_BATCH_SECONDS.",
+@batch_options(
+    "--batch-calls", "Answers (each journaled on disk the moment it arrives)"
 )
 @click.pass_context
 @error_handler

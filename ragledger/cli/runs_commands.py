@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from contextlib import suppress
+from datetime import datetime
 from typing import Any
 
 import click
@@ -11,6 +13,8 @@ import warehouse
 from ragledger.cli.common import database_path, error_handler
 from ragledger.cli.console import console, errors
 from ragledger.cli.output import format_option, write_json, write_rows, write_table
+from warehouse import lake
+from warehouse.runs import job_markers
 
 #: Tables whose rows carry the run that wrote them, with the label each count gets.
 RUN_TABLES = (
@@ -24,7 +28,9 @@ RUN_TABLES = (
 #: (its process was killed) once a later run notices it.
 STATUSES = ("running", "finished", "failed", "interrupted")
 #: ``runs --format csv`` columns before ``counts`` (a JSON object per run).
-CSV_FIELDS = ("run_id", "kind", "command", "status", "started_at", "finished_at")
+CSV_FIELDS = (
+    "run_id", "kind", "command", "status", "started_at", "finished_at", "snapshot",
+)  # fmt: skip
 
 
 def list_runs(
@@ -54,6 +60,7 @@ def list_runs(
         ).fetchall()
         for run_id, count in found:
             counts[run_id][label] = count
+    snapshots = _snapshots(con, ids)
     runs = []
     for run_id, kind_, command, status, started, finished, config_json in rows:
         config = _config(config_json)
@@ -68,7 +75,54 @@ def list_runs(
                 "status": status,
                 "started_at": _time(started),
                 "finished_at": _time(finished),
+                "snapshot": snapshots.get(run_id),
                 "counts": run_counts,
+            }
+        )
+    return runs
+
+
+def _snapshots(con: Any, ids: list[str]) -> dict[str, int]:
+    """The lake snapshot each ended run committed its end with: the first
+    snapshot at or after its ``finished_at`` (the transaction's start; commits
+    on one machine take turns under the write lock, so no other job's commit
+    falls between). Empty on a connection without the lake's history."""
+    with suppress(Exception):
+        return dict(
+            con.execute(
+                f"select r.run_id, (select min(s.snapshot_id) from "
+                f"{lake.LAKE_ALIAS}.snapshots() s "
+                "where s.snapshot_time >= r.finished_at::timestamptz) "
+                "from raw.runs r where r.finished_at is not null "
+                "and r.run_id in (select unnest(?::varchar[]))",
+                [ids],
+            ).fetchall()
+        )
+    return {}
+
+
+def marked_runs(tmp_dir: Any, kind: str | None = None) -> list[dict[str, Any]]:
+    """Jobs that left a marker (:func:`warehouse.runs.job_markers`): ``running``,
+    or ``interrupted`` when killed, in the shape of :func:`list_runs`."""
+    runs = []
+    for marker in job_markers(tmp_dir):
+        if kind is not None and marker.get("kind") != kind:
+            continue
+        started = marker.get("started_at")
+        with suppress(TypeError, ValueError):
+            started = _time(
+                datetime.fromisoformat(started).astimezone().replace(tzinfo=None)
+            )
+        runs.append(
+            {
+                "run_id": marker.get("run_id"),
+                "kind": marker.get("kind"),
+                "command": marker.get("command"),
+                "status": marker["status"],
+                "started_at": started,
+                "finished_at": None,
+                "snapshot": None,
+                "counts": {},
             }
         )
     return runs
@@ -106,7 +160,9 @@ def runs_command(
 
     Each run shows its id, command, status (running, finished, failed, or
     interrupted: killed before it finished, marked when the next run starts),
-    start and finish times, and the rows it wrote per table.
+    start and finish times, the lake snapshot it committed (for `sql --at`)
+    and the rows it wrote per table. Ingests and builds that are running, or
+    were killed, are listed too (from their marker files in the lake's tmp/).
     """
     if as_json:
         if output_format not in ("table", "json"):
@@ -114,7 +170,8 @@ def runs_command(
                 f"--json is --format json; it contradicts --format {output_format}"
             )
         output_format = "json"
-    con = warehouse.connect(database_path(ctx), read_only=True)
+    location = lake.resolve(database_path(ctx))
+    con = warehouse.connect(location, read_only=True)
     try:
         runs = list_runs(con, limit=limit or None, kind=kind)
         total = con.execute(
@@ -122,6 +179,10 @@ def runs_command(
         ).fetchone()[0]
     finally:
         con.close()
+    marked = marked_runs(location.tmp_dir, kind)
+    total += len(marked)
+    runs = sorted(runs + marked, key=lambda run: run["started_at"] or "", reverse=True)
+    runs = runs[:limit] if limit else runs
     if output_format == "json":
         write_json(runs)
     elif output_format == "csv":
@@ -137,7 +198,7 @@ def runs_command(
         console.print("no runs" + (f" of kind {kind}" if kind else ""))
     else:
         write_table(
-            ["run", "command", "status", "started", "finished", "counts"],
+            ["run", "command", "status", "started", "finished", "snapshot", "counts"],
             [
                 (
                     run["run_id"],
@@ -145,6 +206,7 @@ def runs_command(
                     run["status"],
                     run["started_at"],
                     run["finished_at"],
+                    run["snapshot"],
                     ", ".join(f"{key} {value}" for key, value in run["counts"].items()),
                 )
                 for run in runs

@@ -149,6 +149,7 @@ def test_runs_lists_each_run_with_status_and_counts(db):
         "status": "interrupted",
         "started_at": "2000-01-01 00:00:00",
         "finished_at": None,
+        "snapshot": None,
         "counts": {},
     }
     table = run("runs", "--db", str(db), env={"COLUMNS": "160"})

@@ -363,6 +363,17 @@ def compile_dataset(
         embeddings.committed()
         pending.clear()
 
+    def record_failure() -> None:
+        failure = ("failed", {"made": made, **embeddings.counts()})
+        try:
+            commit(failure)  # what was compiled lands with the failure
+        except BaseException:
+            # that work cannot be stored: record the failure alone (if even that
+            # fails, the next run marks this one interrupted, as after a kill)
+            pending.clear()
+            with suppress(BaseException), transaction(con):
+                record_finish(con, run_id, *failure)
+
     progress.start(len(items), f"compile {policy.policy_id}")
     try:
         for item in items:
@@ -408,15 +419,7 @@ def compile_dataset(
                 commit()
                 last_commit = time.monotonic()
     except BaseException:
-        failure = ("failed", {"made": made, **embeddings.counts()})
-        try:
-            commit(failure)  # what was compiled lands with the failure
-        except BaseException:
-            # that work cannot be stored: record the failure alone (if even that
-            # fails, the next run marks this one interrupted, as after a kill)
-            pending.clear()
-            with suppress(BaseException), transaction(con):
-                record_finish(con, run_id, *failure)
+        record_failure()
         raise
     finally:
         progress.finish()
@@ -438,7 +441,11 @@ def compile_dataset(
     )
     counts = summary.as_dict()
     del counts["refusals"]
-    commit(("finished", counts))
+    try:
+        commit(("finished", counts))
+    except BaseException:
+        record_failure()
+        raise
     return summary
 
 

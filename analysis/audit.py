@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.audit_folder import write_folder
+from analysis.audit_folder import check_output_folder, write_folder
 from analysis.declared_pair import (
     DeclaredPairResult,
     declared_pair,
@@ -331,6 +331,7 @@ def audit_warehouse(
     metric_order: Sequence[str] | None = None,
     hint_fields: Sequence[str] | None = DEFAULT_HINT_FIELDS,
     output: str | Path | None = None,
+    force_output: bool = False,
     write_tables_: bool = True,
     selection: bool = True,
     baseline: str | None = None,
@@ -355,6 +356,8 @@ def audit_warehouse(
     from analysis.panel import declared_panels, list_panels, read_panel
     from warehouse import WarehouseError, connect, pin
 
+    if output is not None:  # refused before any work or write
+        check_output_folder(output, force=force_output)
     location = pin(path, at)
     path = location
     if snapshot_id is None:
@@ -460,6 +463,7 @@ def audit_warehouse(
             audits,
             pairs=[p for _, p in pairs],
             selections=[x for _, _, x in selections],
+            force=force_output,
         )
     return AuditRun(audits, pairs, selections, document, paths, written, messages)
 
@@ -518,6 +522,7 @@ def replay_audit_file(
     metric: str | None = None,
     settings: AuditSettings | None = None,
     output: str | Path | None = None,
+    force_output: bool = False,
     progress: Progress = NULL_PROGRESS,
 ) -> AuditRun:
     """ragscale's ``replay-audit`` on its own ``paired_scores.csv``, plus every statistic here.
@@ -529,6 +534,8 @@ def replay_audit_file(
     """
     from analysis.ragscale_files import read_panel_csv
 
+    if output is not None:  # refused before any work
+        check_output_folder(output, force=force_output)
     messages: list[str] = []
     available = metrics_in_file_order(input_path) if metric is None else None
     chosen = metric
@@ -551,5 +558,9 @@ def replay_audit_file(
         "panel": audit.to_dict(),
         "multiplicity": family_block([audit], level=audit.settings["level"]),
     }
-    paths = write_folder(output, document, [audit]) if output is not None else {}
+    paths = (
+        write_folder(output, document, [audit], force=force_output)
+        if output is not None
+        else {}
+    )
     return AuditRun([audit], [], [], document, paths, 0, messages)

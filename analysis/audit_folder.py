@@ -1,8 +1,17 @@
 """The audit folder: ``summary.json``, ``REPORT.md``, a self-contained ``report.html`` and
-``figures/`` (the PNGs report.html embeds, linked from REPORT.md)."""
+``figures/`` (the PNGs report.html embeds, linked from REPORT.md).
+
+The folder is the user's: an audit writes only its own files, each one atomically
+(written beside, renamed over), deletes only its own earlier figures, and never
+writes inside a lake. A folder holding anything else is refused unless ``force``
+(``--force``): then the audit's files go in beside the user's, and a file of the
+user's under one of the audit's names is still refused.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,6 +22,8 @@ from analysis.panel_audit import PanelAudit
 from analysis.report import html_report, markdown_report, panel_figures
 from analysis.selection import SelectionResult
 from analysis.summary_json import dumps
+from warehouse.errors import WarehouseError
+from warehouse.exports import refuse_lake_folder
 
 
 def write_folder(
@@ -22,9 +33,11 @@ def write_folder(
     *,
     pairs: Sequence[DeclaredPairResult] = (),
     selections: Sequence[SelectionResult] = (),
+    force: bool = False,
 ) -> dict[str, Path]:
     """Write the files (created or replaced) and return their paths."""
     target = Path(folder)
+    earlier = check_output_folder(target, force=force)
     target.mkdir(parents=True, exist_ok=True)
     paths = {
         "summary": target / "summary.json",
@@ -44,30 +57,99 @@ def write_folder(
                 continue
             figure_dir.mkdir(exist_ok=True)
             path = figure_dir / f"{k + 1:02d}-{panel}-{slug}.png"
-            path.write_bytes(data)
+            _replace(path, data)
             written.add(path)
             files[-1].append((alt, f"figures/{path.name}"))
-    if figure_dir.is_dir():  # figures of an earlier audit into this folder
-        for stale in figure_dir.glob("*.png"):
-            if stale not in written:
+    if earlier and figure_dir.is_dir():  # figures of an earlier audit into this folder
+        for stale in figure_dir.iterdir():
+            if stale not in written and _FIGURE.match(stale.name):
                 stale.unlink()
-    paths["summary"].write_text(dumps(document), encoding="utf-8")
-    paths["report"].write_text(
+    _replace(paths["summary"], dumps(document).encode("utf-8"))
+    _replace(
+        paths["report"],
         markdown_report(
             document, audits, pairs=pairs, selections=selections, figure_files=files
-        ),
-        encoding="utf-8",
+        ).encode("utf-8"),
     )
-    paths["html"].write_text(
+    _replace(
+        paths["html"],
         html_report(
             document,
             audits,
             pairs=pairs,
             selections=selections,
             panel_figure_data=drawn,
-        ),
-        encoding="utf-8",
+        ).encode("utf-8"),
     )
     if written:
         paths["figures"] = figure_dir
     return paths
+
+
+#: The files and folder an audit writes.
+OWN_NAMES = ("summary.json", "REPORT.md", "report.html", "figures")
+#: A figure file an audit writes: ``NN-<panel>-<kind>.png``.
+_FIGURE = re.compile(r"^\d{2}-[A-Za-z0-9._-]+\.png$")
+
+
+def check_output_folder(folder: str | Path, *, force: bool = False) -> bool:
+    """Refuse an output folder the audit may not write; True when it holds an
+    earlier audit (whose files the new one replaces).
+
+    Refused: a folder inside a lake or holding one; a non-empty folder holding
+    files no audit wrote, unless ``force``; with ``force``, a folder where a
+    file of the user's carries one of the audit's names.
+    """
+    target = Path(folder)
+    if target.exists() and not target.is_dir():
+        raise WarehouseError(f"{target} is a file; --output takes a folder")
+    refuse_lake_folder(target)
+    if not target.is_dir():
+        return False
+    earlier = _is_audit_summary(target / "summary.json")
+    figures = target / "figures"
+    foreign = [p.name for p in target.iterdir() if p.name not in OWN_NAMES]
+    if figures.is_dir():
+        foreign += [
+            f"figures/{p.name}" for p in figures.iterdir() if not _FIGURE.match(p.name)
+        ]
+    # the audit's own names, held by files no audit wrote
+    yours = [] if earlier else [n for n in OWN_NAMES if (target / n).exists()]
+    if (foreign or yours) and not force:
+        held = sorted(yours + foreign)
+        listed = ", ".join(held[:3]) + (" ..." if len(held) > 3 else "")
+        raise WarehouseError(
+            f"{target} holds files no audit wrote ({listed}); write to a new or "
+            "empty folder, or pass --force to put the audit beside them (nothing "
+            "of yours is deleted or replaced)"
+        )
+    if yours:
+        raise WarehouseError(
+            f"{target} holds your own {', '.join(yours)}, which the audit would "
+            "replace; choose another folder"
+        )
+    return earlier
+
+
+def _is_audit_summary(path: Path) -> bool:
+    """True when ``path`` is a summary.json an audit wrote."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(document, dict)
+        and "schema_version" in document
+        and "code_version" in document
+    )
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write ``data`` beside ``path`` and rename it over: readers see the old
+    file or the new one."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)

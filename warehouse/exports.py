@@ -159,7 +159,7 @@ def _is_lake(folder: Path) -> bool:
         return False
 
 
-def _refuse_held_lake(root: Path) -> None:
+def _refuse_held_lake(root: Path, verb: str = "export") -> None:
     """Refuse a target holding a lake or a published snapshot file anywhere below."""
     from warehouse.snapshot_file import published_snapshot
 
@@ -167,7 +167,7 @@ def _refuse_held_lake(root: Path) -> None:
         here = Path(folder)
         if _is_lake(here) or "catalog.sqlite" in files:
             raise WarehouseError(
-                f"{root} holds the lake {here}; export to a folder of its own"
+                f"{root} holds the lake {here}; {verb} to a folder of its own"
             )
         for name in files:
             if name.endswith(".duckdb") and (
@@ -175,10 +175,24 @@ def _refuse_held_lake(root: Path) -> None:
                 or (here / name).with_suffix(".lake").is_dir()
             ):
                 raise WarehouseError(
-                    f"{root} holds the warehouse snapshot {here / name}; export "
+                    f"{root} holds the warehouse snapshot {here / name}; {verb} "
                     "to a folder of its own"
                 )
         names[:] = [n for n in names if not (here / n).is_symlink()]
+
+
+def refuse_lake_folder(root: str | Path, *, verb: str = "write") -> None:
+    """Refuse an output folder that is inside a lake or holds one (any command
+    that writes files outside the lake: exports, audit folders)."""
+    root = Path(root).resolve()
+    for folder in (root, *root.parents):
+        if _is_lake(folder):
+            raise WarehouseError(
+                f"{root} is inside the lake {folder}; {verb} to a folder outside "
+                "any lake"
+            )
+    if root.is_dir():
+        _refuse_held_lake(root, verb)
 
 
 def _files_under(folder: Path) -> dict[str, str]:

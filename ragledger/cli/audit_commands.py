@@ -299,6 +299,13 @@ def _print_messages(run: Any) -> None:  # noqa: ANN401
     help="Folder for summary.json, REPORT.md and report.html.",
 )
 @click.option(
+    "--force",
+    "force_output",
+    is_flag=True,
+    help="Write the audit into an --output folder that holds other files (they "
+    "are never deleted or replaced).",
+)
+@click.option(
     "--no-write",
     is_flag=True,
     help="Compute and print only; leave analysis.* untouched.",
@@ -332,6 +339,7 @@ def audit(
     cluster_by: str | None,
     selection_seed: int,
     output: str | None,
+    force_output: bool,
     no_write: bool,
     declared: tuple[str, ...],
     snapshot: int | None,
@@ -363,6 +371,7 @@ def audit(
             else None,
             hint_fields=hint_fields or DEFAULT_HINT_FIELDS,
             output=output,
+            force_output=force_output,
             write_tables_=not no_write,
             baseline=baseline,
             stratify_by=stratify_by,
@@ -402,10 +411,21 @@ def audit(
     type=click.Path(file_okay=False),
     help="Folder for summary.json, REPORT.md, report.html (default: print the report).",
 )
+@click.option(
+    "--force",
+    "force_output",
+    is_flag=True,
+    help="Write the audit into an --output folder that holds other files (they "
+    "are never deleted or replaced).",
+)
 @_counts
 @error_handler
 def replay_audit(
-    input_path: str, metric: str | None, output: str | None, **values: Any
+    input_path: str,
+    metric: str | None,
+    output: str | None,
+    force_output: bool,
+    **values: Any,
 ) -> None:
     """ragscale's replay-audit on its own file, with no warehouse, plus every audit statistic.
 
@@ -422,6 +442,7 @@ def replay_audit(
             metric=metric,
             settings=_settings(values),
             output=output,
+            force_output=force_output,
             progress=progress,
         )
     finally:

@@ -221,8 +221,9 @@ def test_report_md_links_the_figure_files_report_html_embeds(tmp_path):
         tuple(f"i{k:03d}" for k in range(60)), tuple(families),
     )  # fmt: skip
     audit = audit_panel(panel, SMALL)
-    (tmp_path / "figures").mkdir()
-    (tmp_path / "figures" / "old.png").write_bytes(b"stale")
+    write_folder(tmp_path, summary([audit]), [audit])  # an earlier audit here
+    # a figure of that earlier audit that this one does not draw again
+    (tmp_path / "figures" / "09-old-scatter.png").write_bytes(b"stale")
     paths = write_folder(tmp_path, summary([audit]), [audit])
     report = paths["report"].read_text()
     linked = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", report)

@@ -99,6 +99,25 @@ def write(
         con.unregister(view)
 
 
+def write_records(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    records: Iterable[Mapping[str, Any]],
+    *,
+    origins: Sequence[str] | None = None,
+) -> WriteResult:
+    """:func:`write` for rows given as dicts (column -> value, the same columns in
+    every row): a loader names each value once, where it builds the row."""
+    records = list(records)
+    if not records:
+        return WriteResult(0)
+    columns = tuple(records[0])
+    if any(tuple(record) != columns for record in records):
+        raise WarehouseError(f"{name}: rows with different columns in one write")
+    rows = [tuple(record.values()) for record in records]
+    return write(con, name, columns, rows, origins=origins)
+
+
 def write_from(
     con: duckdb.DuckDBPyConnection,
     name: str,

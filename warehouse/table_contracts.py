@@ -48,6 +48,13 @@ STATISTIC_COLUMNS = (
     "interval_low", "interval_high", "reason", "counts_json", "seed",
     "draws", "input_fingerprint", "code_version", "p_value", "p_holm", "p_bh",
 )  # fmt: skip
+#: The released matrix's published columns, in published order
+#: (specs/released_matrix.md); raw.matrix_rows stores them after its stamps.
+MATRIX_FILE_COLUMNS = (
+    "dataset", "example_id", "question", "question_type", "reference_answer",
+    "reader_model", "method", "correct", "judge_score", "generated_answer",
+    "evidence_tokens", "reader_raw_accuracy", "transition_type",
+)  # fmt: skip
 READER_RESULT_COLUMNS = (
     "audit_id", "panel_id", "reader_id", "reader_family", "raw_mean",
     "compressed_mean", "gain", "rescue", "damage", "cells", "code_version",
@@ -65,11 +72,18 @@ TABLES: dict[str, RawTable] = {
             "started_at",
             allowed={"status": ("running", "finished", "failed", "interrupted")},
         ),
-        RawTable("raw.matrix_releases", ("release",), "append", "loaded_at"),
+        RawTable(
+            "raw.matrix_releases",
+            ("release",),
+            "append",
+            "loaded_at",
+            columns=("release", "file_sha256", "file_name", "row_count"),
+        ),
         RawTable(
             "raw.matrix_rows",
             ("release", "dataset", "example_id", "reader_model", "method"),
             "append",
+            columns=("release", "file_sha256", "line_number", *MATRIX_FILE_COLUMNS),
             allowed={
                 "correct": (0, 1),
                 "transition_type": (

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -32,7 +33,7 @@ from warehouse import transaction
 from warehouse.errors import InputError, WarehouseError
 from warehouse.hashing import canonical_json, sha256_json
 from warehouse.progress import NULL_PROGRESS, Progress
-from warehouse.raw_tables import write as write_rows
+from warehouse.raw_tables import write_records
 from warehouse.table_contracts import table as table_contract
 
 
@@ -91,216 +92,178 @@ def write(
                 con.execute(
                     f"delete from raw.{table} where dataset_id = ?", [dataset_id]
                 )
-        _insert(
-            con,
-            "raw.source_files",
-            ("file_sha256", "kind", "file_name", "path", "byte_size", "row_count"),
-            rows["source_files"],
-        )
-        pools = _insert(
-            con,
-            "raw.pools",
-            ("pool_id", "passage_count", "char_count"),
-            _absent(con, "raw.pools", rows["pools"]),
-        )
-        passages = _insert(
-            con,
-            "raw.pool_passages",
-            ("pool_id", "position", "passage_id", "title", "text"),
-            _absent(con, "raw.pool_passages", rows["passages"]),
-        )
-        _insert(
-            con,
-            "raw.policies",
-            (
-                "policy_id",
-                "kind",
-                "name",
-                "version",
-                "config_json",
-                "config_hash",
-                "description",
-            ),
-            new_policies,
-        )
-        _insert(
-            con,
-            "raw.datasets",
-            (
-                "dataset_id",
-                "benchmark",
-                "slice_spec",
-                "version",
-                "description",
-                "source_file_sha256",
-                "item_count",
-                "loader_version",
-            ),
-            [
-                (
-                    dataset_id,
-                    load.benchmark,
-                    load.slice.spec,
-                    load.version,
-                    load.description,
-                    load.source_sha256,
-                    len(load.items),
-                    load.loader_version,
-                )
-            ],
-        )
-        items = _insert(con, "raw.items", _ITEM_COLUMNS, rows["items"])
-        spans = _insert(con, "raw.evidence_spans", _SPAN_COLUMNS, rows["spans"])
-        policy_pools = _insert(
-            con,
-            "raw.policy_pools",
-            (
-                "dataset_id",
-                "item_id",
-                "policy_id",
-                "pool_id",
-                "source_pool_id",
-                "sources_json",
-            ),
-            rows["policy_pools"],
-        )
+        counts = _store(con, rows, new_policies, _dataset_row(load, dataset_id))
     progress.finish()
     return WriteResult(
         dataset_id,
         "replaced" if existing is not None else "loaded",
-        items=items,
-        pools=pools,
-        passages=passages,
-        spans=spans,
-        policy_pools=policy_pools,
         policies=len(new_policies),
+        **counts,
     )
 
 
-_ITEM_COLUMNS = (
-    "dataset_id",
-    "item_id",
-    "question",
-    "reference_answers_json",
-    "question_type",
-    "metadata_json",
-    "pool_id",
-    "item_hash",
-    "source_file_sha256",
-    "source_line",
-    "is_abstention",
-    "gold_normalises_empty",
-    "question_date",
-)
-_SPAN_COLUMNS = (
-    "dataset_id",
-    "item_id",
-    "span_index",
-    "pool_id",
-    "passage_position",
-    "char_start",
-    "char_end",
-    "span_text",
-    "kind",
-    "occurrence",
-)
+def _store(
+    con: duckdb.DuckDBPyConnection,
+    rows: dict[str, list[dict[str, Any]]],
+    new_policies: list[dict[str, Any]],
+    dataset: dict[str, Any],
+) -> dict[str, int]:
+    """Every table's rows, in order; the rows each table gained."""
+    _insert(con, "raw.source_files", rows["source_files"])
+    pools = _insert(con, "raw.pools", _absent(con, "raw.pools", rows["pools"]))
+    passages = _insert(
+        con, "raw.pool_passages", _absent(con, "raw.pool_passages", rows["passages"])
+    )
+    _insert(con, "raw.policies", new_policies)
+    _insert(con, "raw.datasets", [dataset])
+    return {
+        "pools": pools,
+        "passages": passages,
+        "items": _insert(con, "raw.items", rows["items"]),
+        "spans": _insert(con, "raw.evidence_spans", rows["spans"]),
+        "policy_pools": _insert(con, "raw.policy_pools", rows["policy_pools"]),
+    }
 
 
-def _rows(load: BenchmarkLoad, dataset_id: str) -> dict[str, list[tuple[Any, ...]]]:
-    pools: dict[str, tuple[Any, ...]] = {}
-    passages: dict[tuple[str, int], tuple[Any, ...]] = {}
+def _dataset_row(load: BenchmarkLoad, dataset_id: str) -> dict[str, Any]:
+    return {
+        "dataset_id": dataset_id,
+        "benchmark": load.benchmark,
+        "slice_spec": load.slice.spec,
+        "version": load.version,
+        "description": load.description,
+        "source_file_sha256": load.source_sha256,
+        "item_count": len(load.items),
+        "loader_version": load.loader_version,
+    }
 
-    def add_pool(members: Sequence[Passage]) -> str:
+
+class _Pools:
+    """The pools (content-addressed, each stored once) and their passages."""
+
+    def __init__(self) -> None:
+        self.pools: dict[str, dict[str, Any]] = {}
+        self.passages: list[dict[str, Any]] = []
+
+    def add(self, members: Sequence[Passage]) -> str:
         key = pool_id(members)
-        if key not in pools:
+        if key not in self.pools:
             chars = len(POOL_SEPARATOR.join(passage.text for passage in members))
-            pools[key] = (key, len(members), chars)
-            for position, passage in enumerate(members):
-                passages[(key, position)] = (
-                    key,
-                    position,
-                    passage.passage_id,
-                    passage.title,
-                    passage.text,
-                )
+            self.pools[key] = {
+                "pool_id": key,
+                "passage_count": len(members),
+                "char_count": chars,
+            }
+            self.passages += [
+                {
+                    "pool_id": key,
+                    "position": position,
+                    "passage_id": passage.passage_id,
+                    "title": passage.title,
+                    "text": passage.text,
+                }
+                for position, passage in enumerate(members)
+            ]
         return key
 
+
+def _rows(load: BenchmarkLoad, dataset_id: str) -> dict[str, list[dict[str, Any]]]:
+    pools = _Pools()
     items, spans, policy_pools = [], [], []
     for item in load.items:
-        item_pool = add_pool(item.passages) if item.passages is not None else None
-        items.append(
-            (
-                dataset_id,
-                item.item_id,
-                item.question,
-                canonical_json(list(item.reference_answers)),
-                item.question_type,
-                canonical_json(item.metadata),
-                item_pool,
-                _item_hash(item),
-                load.source_sha256,
-                item.source_line,
-                item.is_abstention,
-                item.gold_normalises_empty,
-                item.question_date,
-            )
-        )
-        for index, span in enumerate(item.spans):
-            if item_pool is None:
-                raise WarehouseError(f"item {item.item_id} has spans but no pool")
-            spans.append(
-                (
-                    dataset_id,
-                    item.item_id,
-                    index,
-                    item_pool,
-                    span.passage_position,
-                    span.char_start,
-                    span.char_end,
-                    span.span_text,
-                    span.kind,
-                    span.occurrence,
-                )
-            )
-        for derived in item.policy_pools:
-            policy_pools.append(
-                (
-                    dataset_id,
-                    item.item_id,
-                    derived.policy_id,
-                    add_pool(derived.passages),
-                    item_pool,
-                    canonical_json(list(derived.sources)),
-                )
-            )
-    source_files = [
-        (
+        item_pool = pools.add(item.passages) if item.passages is not None else None
+        items.append(_item_row(load, dataset_id, item, item_pool))
+        spans += _span_rows(dataset_id, item, item_pool)
+        policy_pools += [
+            {
+                "dataset_id": dataset_id,
+                "item_id": item.item_id,
+                "policy_id": derived.policy_id,
+                "pool_id": pools.add(derived.passages),
+                "source_pool_id": item_pool,
+                "sources_json": canonical_json(list(derived.sources)),
+            }
+            for derived in item.policy_pools
+        ]
+    return {
+        "items": items,
+        "spans": spans,
+        "policy_pools": policy_pools,
+        "pools": list(pools.pools.values()),
+        "passages": pools.passages,
+        "source_files": _source_file_rows(load),
+    }
+
+
+def _item_row(
+    load: BenchmarkLoad, dataset_id: str, item: Any, item_pool: str | None
+) -> dict[str, Any]:
+    return {
+        "dataset_id": dataset_id,
+        "item_id": item.item_id,
+        "question": item.question,
+        "reference_answers_json": canonical_json(list(item.reference_answers)),
+        "question_type": item.question_type,
+        "metadata_json": canonical_json(item.metadata),
+        "pool_id": item_pool,
+        "item_hash": _item_hash(item),
+        "source_file_sha256": load.source_sha256,
+        "source_line": item.source_line,
+        "is_abstention": item.is_abstention,
+        "gold_normalises_empty": item.gold_normalises_empty,
+        "question_date": item.question_date,
+    }
+
+
+def _span_rows(
+    dataset_id: str, item: Any, item_pool: str | None
+) -> list[dict[str, Any]]:
+    if item.spans and item_pool is None:
+        raise WarehouseError(f"item {item.item_id} has spans but no pool")
+    return [
+        {
+            "dataset_id": dataset_id,
+            "item_id": item.item_id,
+            "span_index": index,
+            "pool_id": item_pool,
+            "passage_position": span.passage_position,
+            "char_start": span.char_start,
+            "char_end": span.char_end,
+            "span_text": span.span_text,
+            "kind": span.kind,
+            "occurrence": span.occurrence,
+        }
+        for index, span in enumerate(item.spans)
+    ]
+
+
+def _source_file_rows(load: BenchmarkLoad) -> list[dict[str, Any]]:
+    """The source file and its side files, each once."""
+    rows = [
+        _source_file(
             load.source_sha256,
             load.source_kind,
-            load.source_path.name,
-            str(load.source_path),
+            load.source_path,
             load.byte_size,
             load.record_count,
         )
     ]
     for path, digest in load.extra_files:
-        source_files.append(
-            (
-                digest,
-                f"{load.source_kind}_side",
-                path.name,
-                str(path),
-                path.stat().st_size,
-                1,
-            )
-        )
+        kind = f"{load.source_kind}_side"
+        rows.append(_source_file(digest, kind, path, path.stat().st_size, 1))
+    return list({row["file_sha256"]: row for row in rows}.values())
+
+
+def _source_file(
+    digest: str, kind: str, path: Path, size: int, count: int
+) -> dict[str, Any]:
     return {
-        "items": items,
-        "spans": spans,
-        "policy_pools": policy_pools,
-        "pools": list(pools.values()),
-        "passages": list(passages.values()),
-        "source_files": list({row[0]: row for row in source_files}.values()),
+        "file_sha256": digest,
+        "kind": kind,
+        "file_name": path.name,
+        "path": str(path),
+        "byte_size": size,
+        "row_count": count,
     }
 
 
@@ -327,32 +290,19 @@ def register_raw_policies(
     )
     rows = _policy_rows(con, chosen)
     with transaction(con):
-        _insert(
-            con,
-            "raw.policies",
-            (
-                "policy_id",
-                "kind",
-                "name",
-                "version",
-                "config_json",
-                "config_hash",
-                "description",
-            ),
-            rows,
-        )
-    return [row[0] for row in rows]
+        _insert(con, "raw.policies", rows)
+    return [row["policy_id"] for row in rows]
 
 
 def _policies_to_register(
     con: duckdb.DuckDBPyConnection, load: BenchmarkLoad
-) -> list[tuple[Any, ...]]:
+) -> list[dict[str, Any]]:
     return _policy_rows(con, load.policies)
 
 
 def _policy_rows(
     con: duckdb.DuckDBPyConnection, policies: Sequence[RawPolicy]
-) -> list[tuple[Any, ...]]:
+) -> list[dict[str, Any]]:
     rows = []
     for policy in policies:
         config_hash = sha256_json(policy.config)
@@ -369,26 +319,26 @@ def _policy_rows(
                 )
             continue
         rows.append(
-            (
-                policy.policy_id,
-                "raw",
-                policy.name,
-                1,
-                canonical_json(policy.config),
-                config_hash,
-                policy.description,
-            )
+            {
+                "policy_id": policy.policy_id,
+                "kind": "raw",
+                "name": policy.name,
+                "version": 1,
+                "config_json": canonical_json(policy.config),
+                "config_hash": config_hash,
+                "description": policy.description,
+            }
         )
     return rows
 
 
 def _absent(
-    con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple[Any, ...]]
-) -> list[tuple[Any, ...]]:
-    """Rows whose pool (first column) is not yet stored: pools are immutable."""
+    con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Rows whose pool is not yet stored: pools are immutable."""
     if not rows:
         return rows
-    keys = sorted({row[0] for row in rows})
+    keys = sorted({row["pool_id"] for row in rows})
     found = {
         key
         for (key,) in con.execute(
@@ -397,14 +347,11 @@ def _absent(
             [keys],
         ).fetchall()
     }
-    return [row for row in rows if row[0] not in found]
+    return [row for row in rows if row["pool_id"] not in found]
 
 
 def _insert(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    columns: Sequence[str],
-    rows: list[tuple[Any, ...]],
+    con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]]
 ) -> int:
     """Write rows through the table's one writer (key check, rule, stamp)."""
-    return write_rows(con, table, columns, rows).inserted
+    return write_records(con, table, rows).inserted

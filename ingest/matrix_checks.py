@@ -1,0 +1,207 @@
+"""The matrix's cell checks, as SQL over the parsed records, and what they report.
+
+Every check is one SQL condition, true on a bad cell: the load fails on the first
+one inside its streamed insert, then :func:`first_bad_cells` finds the first bad
+cell by line and :func:`raise_first_bad` names its file, line and column. The
+warnings (counts that differ from the published ones, references that normalise
+to empty) never refuse a load.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import duckdb
+
+from ingest.matrix_format import (
+    COLUMNS,
+    CORRECT_VALUES,
+    FLOAT_COLUMNS,
+    KEY_COLUMNS,
+    PUBLISHED_COUNTS,
+    TEXT_COLUMNS,
+    TRANSITION_LABELS,
+    literal,
+    quoted,
+    show,
+)
+from warehouse import InputError
+from warehouse.raw_tables import BLANK_PATTERN
+from warehouse.text_rules import normalize_answer
+
+
+def checks() -> dict[str, tuple[str, str]]:
+    """Column -> (SQL condition true on a bad cell, what a good cell is)."""
+    # a key of only whitespace ("   ") is as empty as "": it names nothing
+    found = {
+        name: (
+            f"regexp_full_match({quoted(name)}, {literal(BLANK_PATTERN)})",
+            "a non-empty key value (not only whitespace)",
+        )
+        for name in KEY_COLUMNS
+    }
+    values = ", ".join(literal(value) for value in CORRECT_VALUES)
+    found["correct"] = (
+        f"correct is null or correct not in ({values})",
+        " or ".join(CORRECT_VALUES),
+    )
+    for name in FLOAT_COLUMNS:
+        found[name] = (
+            f"{name} <> '' and not coalesce(isfinite({typed(name)}), false)",
+            "a finite number or empty",
+        )
+    labels = ", ".join(literal(label) for label in sorted(TRANSITION_LABELS))
+    named = [label for label in TRANSITION_LABELS if label]
+    found["transition_type"] = (
+        f"transition_type not in ({labels})",
+        ", ".join(named) + " or empty",
+    )
+    return found
+
+
+def typed(name: str) -> str:
+    """SQL: a numeric cell as the number it stores (null when empty)."""
+    kind = "integer" if name == "correct" else "double"
+    return f"try_cast(nullif({quoted(name)}, '') as {kind})"
+
+
+def newlines() -> str:
+    """SQL: the newlines inside a record's text cells."""
+    return " + ".join(_newlines_in(name) for name in TEXT_COLUMNS)
+
+
+def _newlines_in(name: str) -> str:
+    # replace() copies the cell: only a cell holding a newline pays for it
+    cell = quoted(name)
+    return (
+        f"(case when contains({cell}, chr(10)) then "
+        f"strlen({cell}) - strlen(replace({cell}, chr(10), '')) else 0 end)"
+    )
+
+
+def duckdb_source(path: str, packed: bool, header: list[str], header_end: int) -> str:
+    """The fast route: a streamed relation over DuckDB's ``read_csv``.
+
+    It yields :data:`COLUMNS` as text (empty text cells as ``''``, empty numeric
+    cells as null), ``_span`` (the physical lines a record covers: 1 + the
+    newlines in its cells) and ``_line`` (the record's first line: a running sum
+    of spans; the window streams, so DuckDB reads the file in order).
+    """
+    names = ", ".join(f"{literal(name)}: 'VARCHAR'" for name in header)
+    options = (
+        "header = true, auto_detect = false, delim = ',', quote = '\"', "
+        f"escape = '\"', columns = {{{names}}}, strict_mode = true, "
+        "null_padding = false, allow_quoted_nulls = false, "
+        "max_line_size = 16777216, encoding = 'utf-8', "
+        f"compression = '{'gzip' if packed else 'none'}'"
+    )
+    selected = ", ".join(
+        f"coalesce({quoted(name)}, '') as {quoted(name)}"
+        if name in TEXT_COLUMNS
+        else quoted(name)
+        for name in COLUMNS
+    )
+    return (
+        f"(select *, {header_end} + sum(_span) over (rows between unbounded "
+        "preceding and current row) - _span + 1 as _line from ("
+        f"select *, 1 + {newlines()} as _span from (select {selected} from "
+        f"read_csv({literal(path)}, {options}))))"
+    )
+
+
+def checked_rows(source: str, release: str, digest: str) -> str:
+    """SQL: raw.matrix_rows's new rows from ``source``, typed; the query fails on
+    the first bad cell."""
+    numbers = {"correct", *FLOAT_COLUMNS}
+    cells = ", ".join(
+        f"{typed(name)} as {quoted(name)}" if name in numbers else quoted(name)
+        for name in COLUMNS
+    )
+    bad = " or ".join(f"({condition})" for condition, _ in checks().values())
+    return (
+        f"select {literal(release)} as release, {literal(digest)} as "
+        f"file_sha256, _line as line_number, {cells} from {source} where "
+        f"case when {bad} then error('a matrix cell failed its check') else true end"
+    )
+
+
+def first_bad_cells(
+    con: duckdb.DuckDBPyConnection, source: str
+) -> tuple[int, int, dict[str, tuple[int, str | None]]]:
+    """One streamed pass over ``source``: its records, the lines they span, and per
+    column the line and value of its first bad cell."""
+    found_checks = checks()
+    firsts = ", ".join(
+        f"min(_line) filter (where {condition}), "
+        f"arg_min_null({quoted(name)}, _line) filter (where {condition})"
+        for name, (condition, _) in found_checks.items()
+    )
+    found = con.execute(
+        f"select count(*), coalesce(sum(_span), 0), {firsts} from {source}"
+    ).fetchone()
+    bad = {
+        name: (found[2 + 2 * index], found[3 + 2 * index])
+        for index, name in enumerate(found_checks)
+        if found[2 + 2 * index] is not None
+    }
+    return found[0], found[1], bad
+
+
+def raise_first_bad(bad: dict[str, tuple[int, str | None]], file: str) -> None:
+    """Raise on the first bad cell in the file (by line, then column order)."""
+    if not bad:
+        return
+    column = min(bad, key=lambda name: (bad[name][0], COLUMNS.index(name)))
+    line, value = bad[column]
+    raise InputError(
+        f"expected {checks()[column][1]}, got {show(value)}",
+        file=file,
+        line=line,
+        column=column,
+    )
+
+
+def count_warnings(counts: Counter[str]) -> list[str]:
+    """Datasets whose row counts differ from the published matrix's."""
+    warnings = []
+    for dataset in sorted(set(PUBLISHED_COUNTS) | set(counts)):
+        got = counts.get(dataset, 0)
+        published = PUBLISHED_COUNTS.get(dataset)
+        if published is None:
+            warnings.append(
+                f"dataset '{dataset}': {got:,} rows, but the published matrix has "
+                "no such dataset"
+            )
+        elif got != published:
+            warnings.append(
+                f"dataset '{dataset}': {got:,} rows, the published matrix has "
+                f"{published:,}"
+            )
+    return warnings
+
+
+def empty_reference_warnings(con: duckdb.DuckDBPyConnection, release: str) -> list[str]:
+    """Flag reference answers that normalise to empty (NQ ``test2104``: ``")"``).
+
+    The rows are kept; excluding them from scoring is an analysis decision.
+    """
+    where = f"release = {literal(release)}"
+    references = con.execute(
+        f"select distinct reference_answer from raw.matrix_rows where {where}"
+    ).fetchall()
+    empty = [
+        reference for (reference,) in references if not normalize_answer(reference)
+    ]
+    if not empty:
+        return []
+    flagged = con.execute(
+        "select dataset, list(distinct example_id order by example_id) from "
+        f"raw.matrix_rows where {where} and list_contains(?, reference_answer) "
+        "group by all order by dataset",
+        [empty],
+    ).fetchall()
+    return [
+        f"dataset '{dataset}': {len(ids)} item(s) whose reference answer normalises "
+        f"to empty ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}); rows kept"
+        for dataset, ids in flagged
+    ]

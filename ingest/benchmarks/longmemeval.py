@@ -82,32 +82,7 @@ def _item(record: Record, item_id: str) -> Item:
             f"{len(dates)} dates for {len(sessions)} sessions", "haystack_dates"
         )
     abstention = item_id.endswith("_abs")
-    lines: list[str] = []
-    offset = 0
-    bounds, turns = [], []  # (start, end) per session; (start, end) per answer turn
-    for k, session in enumerate(sessions):
-        field = f"haystack_sessions[{k}]"
-        if not isinstance(session, list):
-            record.fail("expected a list of turns", field)
-        begin = offset
-        header = f"[Session {k + 1} | {dates[k]}]"
-        lines.append(header)
-        offset += len(header) + 1
-        for t, turn in enumerate(session):
-            if (
-                not isinstance(turn, dict)
-                or not isinstance(turn.get("role"), str)
-                or not isinstance(turn.get("content"), str)
-            ):
-                record.fail("expected {role, content}", f"{field}[{t}]")
-            head = f"{turn['role']}: "
-            line = head + turn["content"]
-            if turn.get("has_answer") and turn["content"]:
-                turns.append((offset + len(head), offset + len(line)))
-            lines.append(line)
-            offset += len(line) + 1
-        bounds.append((begin, offset - 1))
-    history = "\n".join(lines)
+    history, bounds, turns = _history(record, sessions, dates)
     passages = (Passage(history, title=None, passage_id="history"),)
     spans = (
         ()
@@ -140,22 +115,56 @@ def _item(record: Record, item_id: str) -> Item:
         if record.data.get("question_date") is None
         else str(record.data["question_date"]),
         source_line=record.line,
-        policy_pools=(
-            PolicyPool(
-                LONGMEMEVAL_BM25_TOP20.policy_id,
-                tuple(
-                    Passage(session_texts[i], passage_id=f"session_{i + 1}")
-                    for i in order
-                ),
-                tuple(
-                    {
-                        "position": 0,
-                        "char_start": bounds[i][0],
-                        "char_end": bounds[i][1],
-                        "prefix_chars": 0,
-                    }
-                    for i in order
-                ),
-            ),
+        policy_pools=(_top_sessions(session_texts, bounds, order),),
+    )
+
+
+def _history(
+    record: Record, sessions: list, dates: list
+) -> tuple[str, list[tuple[int, int]], list[tuple[int, int]]]:
+    """The sessions as one text; (start, end) per session and per answer turn."""
+    lines: list[str] = []
+    offset = 0
+    bounds, turns = [], []
+    for k, session in enumerate(sessions):
+        field = f"haystack_sessions[{k}]"
+        if not isinstance(session, list):
+            record.fail("expected a list of turns", field)
+        begin = offset
+        header = f"[Session {k + 1} | {dates[k]}]"
+        lines.append(header)
+        offset += len(header) + 1
+        for t, turn in enumerate(session):
+            if (
+                not isinstance(turn, dict)
+                or not isinstance(turn.get("role"), str)
+                or not isinstance(turn.get("content"), str)
+            ):
+                record.fail("expected {role, content}", f"{field}[{t}]")
+            head = f"{turn['role']}: "
+            line = head + turn["content"]
+            if turn.get("has_answer") and turn["content"]:
+                turns.append((offset + len(head), offset + len(line)))
+            lines.append(line)
+            offset += len(line) + 1
+        bounds.append((begin, offset - 1))
+    return "\n".join(lines), bounds, turns
+
+
+def _top_sessions(
+    session_texts: list[str], bounds: list[tuple[int, int]], order: list[int]
+) -> PolicyPool:
+    """The BM25 top-20 sessions, each pointing back into the history."""
+    return PolicyPool(
+        LONGMEMEVAL_BM25_TOP20.policy_id,
+        tuple(Passage(session_texts[i], passage_id=f"session_{i + 1}") for i in order),
+        tuple(
+            {
+                "position": 0,
+                "char_start": bounds[i][0],
+                "char_end": bounds[i][1],
+                "prefix_chars": 0,
+            }
+            for i in order
         ),
     )

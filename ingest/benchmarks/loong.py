@@ -354,6 +354,49 @@ def _item(
             f"{len(names)} documents",
             "doc",
         )
+    parts, files, how = _documents(
+        record, names, folder, manifest, per_item, read_files
+    )
+    context = "".join(part + "\n\n" for part in parts)
+    texts = list(parts)
+    if texts:
+        texts[-1] += "\n\n"  # the context's closing blank line
+    passages = tuple(
+        Passage(text, title=name, passage_id=file)
+        for text, name, file in zip(texts, names, files, strict=True)
+    )
+    spans = _candidate_spans(context, gold, texts, passages)
+    return Item(
+        item_id=item_id,
+        question=question,
+        reference_answers=answers(gold),
+        native=record.data,
+        passages=passages,
+        spans=tuple(spans),
+        question_type=str(record.data.get("type", "financial")),
+        metadata={
+            "instruction": record.data.get("instruction"),
+            "set": record.data.get("set"),
+            "level": record.data.get("level"),
+            "docs": names,
+            "document_files": files,
+            "document_resolution": how,
+            "candidate_lines": len(spans),
+            "evaluable": bool(spans),
+        },
+        source_line=record.line,
+    )
+
+
+def _documents(
+    record: Record,
+    names: list,
+    folder: Path,
+    manifest: Manifest | None,
+    per_item: list | None,
+    read_files,
+) -> tuple[list[str], list[str], list[str]]:
+    """Each named document: its text with its title line, its file, how it resolved."""
     parts, files, how = [], [], []
     for position, name in enumerate(names):
         field = f"doc[{position}]"
@@ -377,14 +420,13 @@ def _item(
         parts.append(f"《{name}》\n{content}")
         files.append(file.name)
         how.append(problem)
-    context = "".join(part + "\n\n" for part in parts)
-    texts = list(parts)
-    if texts:
-        texts[-1] += "\n\n"  # the context's closing blank line
-    passages = tuple(
-        Passage(text, title=name, passage_id=file)
-        for text, name, file in zip(texts, names, files, strict=True)
-    )
+    return parts, files, how
+
+
+def _candidate_spans(
+    context: str, gold: str, texts: list[str], passages: tuple[Passage, ...]
+) -> list:
+    """The context's lines that hold the answer, as spans into their passages."""
     starts, at = [], 0
     for text in texts:
         starts.append(at)
@@ -396,23 +438,4 @@ def _item(
         spans.append(
             make_span(passages, position, start - base, end - base, "candidate_line")
         )
-    return Item(
-        item_id=item_id,
-        question=question,
-        reference_answers=answers(gold),
-        native=record.data,
-        passages=passages,
-        spans=tuple(spans),
-        question_type=str(record.data.get("type", "financial")),
-        metadata={
-            "instruction": record.data.get("instruction"),
-            "set": record.data.get("set"),
-            "level": record.data.get("level"),
-            "docs": names,
-            "document_files": files,
-            "document_resolution": how,
-            "candidate_lines": len(spans),
-            "evaluable": bool(spans),
-        },
-        source_line=record.line,
-    )
+    return spans

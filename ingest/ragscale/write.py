@@ -23,18 +23,11 @@ from ingest.ragscale.read import (
     read_bundle,
 )
 from warehouse import transaction
-from warehouse.bulk import insert_rows
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_file, sha256_json, sha256_text
 from warehouse.progress import NULL_PROGRESS, Progress
-from warehouse.raw_tables import (
-    READER_COLUMNS,
-    SOURCE_FILE_COLUMNS,
-    policy_row,
-    register_policies,
-)
 from warehouse.raw_tables import generation_id as generation_id_of
-from warehouse.raw_tables import write as write_rows
+from warehouse.raw_tables import policy_row, register_policies, write_records
 from warehouse.tokens import TOKENIZER, count_tokens
 
 # ---------------------------------------------------------------- writing
@@ -154,107 +147,121 @@ def _write(
     fingerprint: str,
     progress: Progress,
 ) -> dict[str, int]:
-    source_rows = []
+    """Every table's rows, in order (the caller holds the transaction)."""
+    hashes = {kind: digest for kind, (_, digest) in file_hashes.items()}
+    write_records(con, "raw.source_files", _source_file_rows(file_hashes))
+    write_records(con, "raw.datasets", [_dataset_row(bundle, fingerprint)])
+    _write_items(con, bundle, hashes)
+    register_policies(con, _policy_rows(bundle))
+    artifacts = _artifact_rows(bundle)
+    write_records(con, "raw.artifacts", artifacts)
+    write_records(
+        con,
+        "raw.artifact_compilations",
+        _compilation_rows(bundle, hashes["ragscale_manifest"]),
+    )
+    settings = _reader_settings(bundle.config)
+    write_records(con, "raw.readers", _reader_rows(bundle, settings))
+    generations, scores = _generation_rows(
+        bundle, settings, hashes["ragscale_scores"], progress
+    )
+    write_records(con, "raw.generations", generations)
+    write_records(con, "raw.scores", scores)
+    return {
+        "items": len(bundle.items),
+        "readers": len(bundle.readers),
+        "generations": len(generations),
+        "scores": len(scores),
+        "artifacts": len(artifacts),
+    }
+
+
+def _source_file_rows(
+    file_hashes: dict[str, tuple[Path, str]],
+) -> list[dict[str, Any]]:
+    rows = []
     for kind, (path, digest) in file_hashes.items():
         with open(path, encoding="utf-8") as handle:
             row_count = sum(1 for line in handle if line.strip())
-        source_rows.append(
-            (
-                digest,
-                kind,
-                path.name,
-                str(path.resolve()),
-                path.stat().st_size,
-                row_count,
-            )
+        rows.append(
+            {
+                "file_sha256": digest,
+                "kind": kind,
+                "file_name": path.name,
+                "path": str(path.resolve()),
+                "byte_size": path.stat().st_size,
+                "row_count": row_count,
+            }
         )
-    write_rows(con, "raw.source_files", SOURCE_FILE_COLUMNS, source_rows)
-    scores_sha = file_hashes["ragscale_scores"][1]
-    manifest_sha = file_hashes["ragscale_manifest"][1]
-    dataset_sha = file_hashes["ragscale_dataset"][1]
-    description = (bundle.config.get("dataset") or {}).get("description")
-    write_rows(
-        con,
-        "raw.datasets",
-        (
-            "dataset_id",
-            "benchmark",
-            "slice_spec",
-            "version",
-            "description",
-            "source_file_sha256",
-            "item_count",
-        ),
-        [
-            (
-                bundle.dataset_id,
-                _benchmark(bundle),
-                "as-published",
-                "ragscale schema_version 1",
-                description,
-                fingerprint,
-                len(bundle.items),
-            )
-        ],
-    )
+    return rows
 
-    # pools, passages, items
+
+def _dataset_row(bundle: Bundle, fingerprint: str) -> dict[str, Any]:
+    return {
+        "dataset_id": bundle.dataset_id,
+        "benchmark": _benchmark(bundle),
+        "slice_spec": "as-published",
+        "version": "ragscale schema_version 1",
+        "description": (bundle.config.get("dataset") or {}).get("description"),
+        "source_file_sha256": fingerprint,
+        "item_count": len(bundle.items),
+    }
+
+
+def _write_items(
+    con: duckdb.DuckDBPyConnection, bundle: Bundle, hashes: dict[str, str]
+) -> None:
+    """Pools, their passages and the items."""
     pools = {}
     for item in bundle.items.values():
         if item.passages is not None and item.pool_id is not None:
             pools[item.pool_id] = item.passages
-    insert_rows(
-        con,
-        "raw.pools",
-        ("pool_id", "passage_count", "char_count"),
-        [
-            (pool_id, len(passages), sum(len(text) for _, text in passages))
-            for pool_id, passages in pools.items()
-        ],
-    )
-    insert_rows(
-        con,
-        "raw.pool_passages",
-        ("pool_id", "position", "passage_id", "title", "text"),
-        [
-            (pool_id, position, passage_id, passage_title(text), text)
-            for pool_id, passages in pools.items()
-            for position, (passage_id, text) in enumerate(passages)
-        ],
-    )
-    insert_rows(
+    pool_rows = [
+        {
+            "pool_id": pool_id,
+            "passage_count": len(passages),
+            "char_count": sum(len(text) for _, text in passages),
+        }
+        for pool_id, passages in pools.items()
+    ]
+    write_records(con, "raw.pools", pool_rows)
+    passage_rows = [
+        {
+            "pool_id": pool_id,
+            "position": position,
+            "passage_id": passage_id,
+            "title": passage_title(text),
+            "text": text,
+        }
+        for pool_id, passages in pools.items()
+        for position, (passage_id, text) in enumerate(passages)
+    ]
+    write_records(con, "raw.pool_passages", passage_rows)
+    write_records(
         con,
         "raw.items",
-        (
-            "dataset_id",
-            "item_id",
-            "question",
-            "reference_answers_json",
-            "question_type",
-            "metadata_json",
-            "pool_id",
-            "item_hash",
-            "source_file_sha256",
-            "source_line",
-        ),
-        [
-            (
-                bundle.dataset_id,
-                item.item_id,
-                item.question,
-                json.dumps(item.references, ensure_ascii=False),
-                item.question_type,
-                json.dumps(item.metadata, ensure_ascii=False, sort_keys=True),
-                item.pool_id,
-                item.item_hash,
-                dataset_sha if item.line is not None else scores_sha,
-                item.line,
-            )
-            for item in bundle.items.values()
-        ],
+        [_item_row(bundle, item, hashes) for item in bundle.items.values()],
     )
 
-    # policies
+
+def _item_row(bundle: Bundle, item: Item, hashes: dict[str, str]) -> dict[str, Any]:
+    read_from = "ragscale_dataset" if item.line is not None else "ragscale_scores"
+    return {
+        "dataset_id": bundle.dataset_id,
+        "item_id": item.item_id,
+        "question": item.question,
+        "reference_answers_json": json.dumps(item.references, ensure_ascii=False),
+        "question_type": item.question_type,
+        "metadata_json": json.dumps(item.metadata, ensure_ascii=False, sort_keys=True),
+        "pool_id": item.pool_id,
+        "item_hash": item.item_hash,
+        "source_file_sha256": hashes[read_from],
+        "source_line": item.line,
+    }
+
+
+def _policy_rows(bundle: Bundle) -> list[tuple[Any, ...]]:
+    """The raw policy (the benchmark loaders' own when it is one) and the compressor."""
     compressor_config = (bundle.config.get("pipeline") or {}).get("compressor")
     if isinstance(compressor_config, dict):
         compressor_config = {
@@ -263,233 +270,195 @@ def _write(
             if key != "api_key_env"
         }
     raw_policy = KNOWN_RAW_POLICIES.get(bundle.raw_policy_id)
-    register_policies(
-        con,
-        [
-            policy_row(
-                raw_policy.policy_id,
-                "raw",
-                raw_policy.config,
-                name=raw_policy.name,
-                description=raw_policy.description,
-            )
-            if raw_policy is not None
-            else policy_row(
-                bundle.raw_policy_id,
-                "raw",
-                {"source": SOURCE, "evidence": "candidate_pool joined by a blank line"},
-                description="ragscale raw evidence policy "
-                "(all candidate passages in supplied order)",
-            ),
-            policy_row(
-                bundle.compressor_id,
-                "compressor",
-                {
-                    "source": SOURCE,
-                    "compressor": compressor_config or bundle.compressor_id,
-                    "adapter_hashes": sorted(
-                        {
-                            str(a.row.get("compressor_adapter_hash"))
-                            for a in bundle.artifacts.values()
-                            if a.row.get("compressor_adapter_hash")
-                        }
-                    ),
-                },
-                description="ragscale compressor; one stored artifact per item",
-            ),
-        ],
-    )
+    adapter_hashes = {
+        str(a.row.get("compressor_adapter_hash"))
+        for a in bundle.artifacts.values()
+        if a.row.get("compressor_adapter_hash")
+    }
+    return [
+        policy_row(
+            raw_policy.policy_id,
+            "raw",
+            raw_policy.config,
+            name=raw_policy.name,
+            description=raw_policy.description,
+        )
+        if raw_policy is not None
+        else policy_row(
+            bundle.raw_policy_id,
+            "raw",
+            {"source": SOURCE, "evidence": "candidate_pool joined by a blank line"},
+            description="ragscale raw evidence policy "
+            "(all candidate passages in supplied order)",
+        ),
+        policy_row(
+            bundle.compressor_id,
+            "compressor",
+            {
+                "source": SOURCE,
+                "compressor": compressor_config or bundle.compressor_id,
+                "adapter_hashes": sorted(adapter_hashes),
+            },
+            description="ragscale compressor; one stored artifact per item",
+        ),
+    ]
 
-    # artifacts: compressed texts and raw evidence texts, content-addressed
-    artifact_rows: dict[str, str | None] = {}
+
+def _artifact_rows(bundle: Bundle) -> list[dict[str, Any]]:
+    """Compressed texts and raw evidence texts, content-addressed."""
+    texts: dict[str, str | None] = {}
     for artifact in bundle.artifacts.values():
-        artifact_rows[artifact.artifact_hash] = artifact.text
-        item = bundle.items.get(artifact.item_id)
-        raw_text = evidence_text_of(item)
-        if artifact_rows.get(artifact.pool_id) is None:
-            artifact_rows[artifact.pool_id] = raw_text
-    insert_rows(
-        con,
-        "raw.artifacts",
-        ("artifact_hash", "text", "token_count", "tokenizer", "char_count"),
-        [
-            (
-                digest,
-                text,
-                count_tokens(text) if text is not None else None,
-                TOKENIZER if text is not None else None,
-                len(text) if text is not None else None,
-            )
-            for digest, text in artifact_rows.items()
-        ],
-    )
-    compilations = []
+        texts[artifact.artifact_hash] = artifact.text
+        raw_text = evidence_text_of(bundle.items.get(artifact.item_id))
+        if texts.get(artifact.pool_id) is None:
+            texts[artifact.pool_id] = raw_text
+    return [
+        {
+            "artifact_hash": digest,
+            "text": text,
+            "token_count": count_tokens(text) if text is not None else None,
+            "tokenizer": TOKENIZER if text is not None else None,
+            "char_count": len(text) if text is not None else None,
+        }
+        for digest, text in texts.items()
+    ]
+
+
+def _compilation_rows(bundle: Bundle, manifest_sha: str) -> list[dict[str, Any]]:
+    """Per item: the compressor's compilation, then the raw policy's."""
+    rows = []
     for artifact in bundle.artifacts.values():
         metadata = artifact.row.get("compressor_metadata") or {}
-        compilations.append(
-            (
-                bundle.dataset_id,
-                artifact.item_id,
-                bundle.compressor_id,
-                artifact.artifact_hash,
-                artifact.pool_id,
-                artifact.raw_evidence_hash,
-                metadata.get("model"),
-                metadata.get("base_url"),
-                optional_int(artifact.row.get("compressor_tokens")),
-                optional_float(artifact.row.get("compilation_latency_ms")),
-                optional_float(metadata.get("cost_usd")),
-                json.dumps(metadata, sort_keys=True, ensure_ascii=False),
-                manifest_sha,
-            )
+        common = {
+            "dataset_id": bundle.dataset_id,
+            "item_id": artifact.item_id,
+        }
+        rows.append(
+            {
+                **common,
+                "policy_id": bundle.compressor_id,
+                "artifact_hash": artifact.artifact_hash,
+                "pool_id": artifact.pool_id,
+                "raw_evidence_hash": artifact.raw_evidence_hash,
+                "producer_model": metadata.get("model"),
+                "producer_endpoint": metadata.get("base_url"),
+                "producer_tokens": optional_int(artifact.row.get("compressor_tokens")),
+                "latency_ms": optional_float(
+                    artifact.row.get("compilation_latency_ms")
+                ),
+                "cost_usd": optional_float(metadata.get("cost_usd")),
+                "metadata_json": json.dumps(
+                    metadata, sort_keys=True, ensure_ascii=False
+                ),
+                "source_file_sha256": manifest_sha,
+            }
         )
-        compilations.append(
-            (
-                bundle.dataset_id,
-                artifact.item_id,
-                bundle.raw_policy_id,
-                artifact.pool_id,
-                artifact.pool_id,
-                artifact.raw_evidence_hash,
-                None,
-                None,
-                None,
-                None,
-                None,
-                "{}",
-                manifest_sha,
-            )
+        rows.append(
+            {
+                **common,
+                "policy_id": bundle.raw_policy_id,
+                "artifact_hash": artifact.pool_id,
+                "pool_id": artifact.pool_id,
+                "raw_evidence_hash": artifact.raw_evidence_hash,
+                "producer_model": None,
+                "producer_endpoint": None,
+                "producer_tokens": None,
+                "latency_ms": None,
+                "cost_usd": None,
+                "metadata_json": "{}",
+                "source_file_sha256": manifest_sha,
+            }
         )
-    insert_rows(
-        con,
-        "raw.artifact_compilations",
-        (
-            "dataset_id",
-            "item_id",
-            "policy_id",
-            "artifact_hash",
-            "pool_id",
-            "raw_evidence_hash",
-            "producer_model",
-            "producer_endpoint",
-            "producer_tokens",
-            "latency_ms",
-            "cost_usd",
-            "metadata_json",
-            "source_file_sha256",
-        ),
-        compilations,
-    )
+    return rows
 
-    # readers
-    settings = _reader_settings(bundle.config)
-    reader_rows = []
+
+def _reader_rows(
+    bundle: Bundle, settings: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    rows = []
     for reader, info in bundle.readers.items():
         config = settings.get(reader, {})
         parameters = config.get("parameters") or {}
         reader_config = {"model": reader, "source": SOURCE, **config}
-        reader_rows.append(
-            (
-                reader,
-                config.get("model") or reader,
-                info["family"],
-                "ragscale-import",
-                config.get("base_url"),
-                json.dumps(parameters, sort_keys=True),
-                config.get("user_prompt_template_hash"),
-                sha256_json(reader_config),
-                SOURCE,
-            )
+        rows.append(
+            {
+                "reader_id": reader,
+                "model": config.get("model") or reader,
+                "family": info["family"],
+                "backend": "ragscale-import",
+                "api_base": config.get("base_url"),
+                "parameters_json": json.dumps(parameters, sort_keys=True),
+                "prompt_template_hash": config.get("user_prompt_template_hash"),
+                "config_hash": sha256_json(reader_config),
+                "source": SOURCE,
+            }
         )
-    write_rows(con, "raw.readers", READER_COLUMNS, reader_rows)
+    return rows
 
-    # generations and scores
-    generation_rows = []
-    score_rows = []
+
+def _generation_rows(
+    bundle: Bundle,
+    settings: dict[str, dict[str, Any]],
+    scores_sha: str,
+    progress: Progress,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One generation per item x reader x condition, and its scores."""
+    generations, scores = [], []
     for generation in bundle.generations.values():
-        metadata = generation.metadata or {}
         params = (settings.get(generation.reader) or {}).get("parameters")
-        call_key = {
-            "reader_id": generation.reader,
-            "dataset_id": bundle.dataset_id,
-            "item_id": generation.item_id,
-            "evidence_hash": generation.evidence_hash,
-            "prompt_hash": metadata.get("prompt_hash"),
-            "params_hash": sha256_json(params) if params else None,
-            "seed": 0,
-        }
-        generation_id = generation_id_of(call_key)
-        answer = generation.answer
-        generation_rows.append(
-            (
-                generation_id,
-                bundle.dataset_id,
-                generation.item_id,
-                generation.reader,
-                generation.policy_id,
-                generation.evidence_hash,
-                call_key["prompt_hash"],
-                call_key["params_hash"],
-                answer,
-                optional_int(metadata.get("prompt_tokens")),
-                optional_int(metadata.get("completion_tokens")),
-                generation.total_tokens,
-                generation.latency_ms,
-                generation.cost_usd,
-                metadata.get("provider"),
-                metadata.get("response_id"),
-                metadata.get("finish_reason"),
-                "ok" if answer else "empty",
-                json.dumps(
-                    {"condition": generation.condition, **metadata}, sort_keys=True
-                ),
-                scores_sha,
-            )
-        )
-        for metric, score in generation.scores.items():
-            score_rows.append(
-                (generation_id, metric, score, f"{SCORER_VERSION}:{metric}", scores_sha)
-            )
+        row = _generation_row(bundle, generation, params, scores_sha)
+        generations.append(row)
+        scores += [
+            {
+                "generation_id": row["generation_id"],
+                "metric": metric,
+                "score": score,
+                "scorer_version": f"{SCORER_VERSION}:{metric}",
+                "source_file_sha256": scores_sha,
+            }
+            for metric, score in generation.scores.items()
+        ]
         progress.advance(1)
-    insert_rows(
-        con,
-        "raw.generations",
-        (
-            "generation_id",
-            "dataset_id",
-            "item_id",
-            "reader_id",
-            "policy_id",
-            "evidence_hash",
-            "prompt_hash",
-            "params_hash",
-            "answer",
-            "prompt_tokens",
-            "completion_tokens",
-            "total_tokens",
-            "latency_ms",
-            "cost_usd",
-            "provider",
-            "response_id",
-            "finish_reason",
-            "status",
-            "metadata_json",
-            "source_file_sha256",
-        ),
-        generation_rows,
-    )
-    insert_rows(
-        con,
-        "raw.scores",
-        ("generation_id", "metric", "score", "scorer_version", "source_file_sha256"),
-        score_rows,
-    )
+    return generations, scores
+
+
+def _generation_row(
+    bundle: Bundle, generation: Any, params: Any, scores_sha: str
+) -> dict[str, Any]:
+    metadata = generation.metadata or {}
+    call_key = {
+        "reader_id": generation.reader,
+        "dataset_id": bundle.dataset_id,
+        "item_id": generation.item_id,
+        "evidence_hash": generation.evidence_hash,
+        "prompt_hash": metadata.get("prompt_hash"),
+        "params_hash": sha256_json(params) if params else None,
+        "seed": 0,
+    }
+    answer = generation.answer
     return {
-        "items": len(bundle.items),
-        "readers": len(bundle.readers),
-        "generations": len(generation_rows),
-        "scores": len(score_rows),
-        "artifacts": len(artifact_rows),
+        "generation_id": generation_id_of(call_key),
+        "dataset_id": bundle.dataset_id,
+        "item_id": generation.item_id,
+        "reader_id": generation.reader,
+        "policy_id": generation.policy_id,
+        "evidence_hash": generation.evidence_hash,
+        "prompt_hash": call_key["prompt_hash"],
+        "params_hash": call_key["params_hash"],
+        "answer": answer,
+        "prompt_tokens": optional_int(metadata.get("prompt_tokens")),
+        "completion_tokens": optional_int(metadata.get("completion_tokens")),
+        "total_tokens": generation.total_tokens,
+        "latency_ms": generation.latency_ms,
+        "cost_usd": generation.cost_usd,
+        "provider": metadata.get("provider"),
+        "response_id": metadata.get("response_id"),
+        "finish_reason": metadata.get("finish_reason"),
+        "status": "ok" if answer else "empty",
+        "metadata_json": json.dumps(
+            {"condition": generation.condition, **metadata}, sort_keys=True
+        ),
+        "source_file_sha256": scores_sha,
     }
 
 

@@ -301,6 +301,40 @@ def build_items(
     return items
 
 
+def load_keyed(
+    benchmark: str,
+    path: Path,
+    slice_: Slice,
+    keyed: Sequence[tuple[Record, str]],
+    field_name: str,
+    make_item: Any,
+    *,
+    loader_version: str,
+    progress: Any,
+    **fields: Any,
+) -> BenchmarkLoad:
+    """A loader's tail: :func:`build_items` over ``keyed`` (one pair per record),
+    then :func:`build_load` counting every record; ``fields`` go to the load."""
+    items = build_items(
+        keyed,
+        field_name,
+        slice_,
+        make_item,
+        path=path,
+        name=benchmark,
+        progress=progress,
+    )
+    return build_load(
+        benchmark,
+        path,
+        slice_,
+        items,
+        record_count=len(keyed),
+        loader_version=loader_version,
+        **fields,
+    )
+
+
 # ---------------------------------------------------------------- answers and spans
 
 

@@ -34,8 +34,7 @@ from ingest.benchmarks.base import (
     Slice,
     Span,
     answers,
-    build_items,
-    build_load,
+    load_keyed,
     make_span,
     read_rows,
     records,
@@ -58,16 +57,15 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
     for record in rows:
         record.data = from_columnar(record.data)
     keyed = [(record, record.text("_id")) for record in rows]
-    items = build_items(
-        keyed, "_id", slice_, _item, path=path, name=NAME, progress=progress
-    )
-    return build_load(
+    return load_keyed(
         NAME,
         path,
         slice_,
-        items,
-        record_count=len(rows),
+        keyed,
+        "_id",
+        _item,
         loader_version=LOADER_VERSION,
+        progress=progress,
         version="distractor",
         policies=(HOTPOTQA_DISTRACTOR_10,),
         description="HotpotQA distractor setting",

@@ -37,8 +37,7 @@ from ingest.benchmarks.base import (
     Record,
     Slice,
     answers,
-    build_items,
-    build_load,
+    load_keyed,
     make_span,
     read_json_or_jsonl,
     records,
@@ -55,16 +54,15 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
     """Read a LongMemEval JSON file into a :class:`BenchmarkLoad`."""
     rows = records(read_json_or_jsonl(path), path)
     keyed = [(record, record.text("question_id")) for record in rows]
-    items = build_items(
-        keyed, "question_id", slice_, _item, path=path, name=NAME, progress=progress
-    )
-    return build_load(
+    return load_keyed(
         NAME,
         path,
         slice_,
-        items,
-        record_count=len(rows),
+        keyed,
+        "question_id",
+        _item,
         loader_version=LOADER_VERSION,
+        progress=progress,
         version=path.stem,
         policies=(LONGMEMEVAL_BM25_TOP20,),
         description="LongMemEval",

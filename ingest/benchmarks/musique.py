@@ -33,8 +33,7 @@ from ingest.benchmarks.base import (
     Record,
     Slice,
     answers,
-    build_items,
-    build_load,
+    load_keyed,
     make_span,
     read_json_or_jsonl,
     records,
@@ -63,16 +62,15 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
         )
     rows = records(read_json_or_jsonl(path), path)
     keyed = [(record, item_id(record)) for record in rows]
-    items = build_items(
-        keyed, "id", slice_, _item, path=path, name=NAME, progress=progress
-    )
-    return build_load(
+    return load_keyed(
         NAME,
         path,
         slice_,
-        items,
-        record_count=len(rows),
+        keyed,
+        "id",
+        _item,
         loader_version=LOADER_VERSION,
+        progress=progress,
         version="v1.0",
         policies=(MUSIQUE_FIRST8, MUSIQUE_ALL20),
         description="MuSiQue",

@@ -51,8 +51,7 @@ from ingest.benchmarks.base import (
     Passage,
     Slice,
     answers,
-    build_items,
-    build_load,
+    load_keyed,
     mention_spans,
     read_json_or_jsonl,
     records,
@@ -124,16 +123,15 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
                 str(native_id) if native_id is not None else f"{prefix}{record.index}",
             )
         )
-    items = build_items(
-        keyed, "id", slice_, _item, path=path, name=NAME, progress=progress
-    )
-    return build_load(
+    return load_keyed(
         NAME,
         path,
         slice_,
-        items,
-        record_count=len(rows),
+        keyed,
+        "id",
+        _item,
         loader_version=LOADER_VERSION,
+        progress=progress,
         description="NQ-Open",
     )
 

@@ -12,14 +12,19 @@ from warehouse.errors import InputError
 from warehouse.files import not_utf8
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file; a syntax error names the file, line and column."""
+def _read_text(path: Path) -> str:
+    """The file as UTF-8 text; an unreadable or non-UTF-8 file names the place."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as error:
         raise InputError(f"cannot read: {error}", file=str(path)) from error
     except UnicodeDecodeError:
         raise not_utf8(path) from None  # names the line and character
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; a syntax error names the file, line and column."""
+    text = _read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
@@ -74,12 +79,7 @@ def read_json_list(path: Path) -> list[tuple[int, Any]]:
     A top-level object is refused with a message saying so (``{"data": [...]}`` is
     not a list of records).
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise InputError(f"cannot read: {error}", file=str(path)) from error
-    except UnicodeDecodeError:
-        raise not_utf8(path) from None  # names the line and character
+    text = _read_text(path)
     decoder = json.JSONDecoder()
     at = _skip_space(text, 0)
     if at < len(text) and text[at] == "{":

@@ -71,7 +71,7 @@ def test_bad_arguments():
 
 
 def test_marts_rows_become_question_by_seed_matrices():
-    from analysis.panel import _selection_arrays
+    from analysis.selection_outcomes import _selection_arrays
 
     table = {
         "item_id": ["q1", "q1", "q2", "q2", "q1", "q1", "q2", "q2", "q3"],

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.audit import AuditSettings, replay_audit_file
+from analysis.ragscale_columnar import columnar_panel as _columnar_panel
 from analysis.ragscale_files import (
-    _columnar_panel,
     panel_from_ragscale,
     read_panel_csv,
     read_ragscale_file,

@@ -200,7 +200,7 @@ def audit_warehouse(
     the write. ``declared`` names panels declared with ``ragledger panels
     define``; their built panels join ``panels``.
     """
-    from warehouse import WarehouseError, connect, pin
+    from warehouse import WarehouseError, pin
 
     if output is not None:  # refused before any work or write
         check_output_folder(output, force=force_output)
@@ -238,24 +238,33 @@ def audit_warehouse(
     )
     written = 0
     if write_tables_:
-        con = connect(location)
-        try:
-            written = write_tables(
-                con, audits, pairs=pairs, selections=selections, snapshot_id=snapshot_id
-            )
-        finally:
-            con.close()
+        written = _write_tables(location, audits, pairs, selections, snapshot_id)
     paths: dict[str, Path] = {}
     if output is not None:
         paths = write_folder(
-            output,
-            document,
-            audits,
-            pairs=[p for _, p in pairs],
-            selections=[x for _, _, x in selections],
-            force=force_output,
-        )
+            output, document, audits, pairs=[p for _, p in pairs],
+            selections=[x for _, _, x in selections], force=force_output,
+        )  # fmt: skip
     return AuditRun(audits, pairs, selections, document, paths, written, messages)
+
+
+def _write_tables(
+    location: Any,
+    audits: list[PanelAudit],
+    pairs: list[tuple[PanelAudit, DeclaredPairResult]],
+    selections: list[tuple[str, str, SelectionResult]],
+    snapshot_id: int | None,
+) -> int:
+    """``analysis.*`` in one transaction over one writable connection; the rows written."""
+    from warehouse import connect
+
+    con = connect(location)
+    try:
+        return write_tables(
+            con, audits, pairs=pairs, selections=selections, snapshot_id=snapshot_id
+        )
+    finally:
+        con.close()
 
 
 def _chosen_panels(

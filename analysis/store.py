@@ -114,23 +114,6 @@ class _Rows:
     readers: list[tuple[Any, ...]]
 
 
-def _audit_row(
-    key: str,
-    panel_id: str,
-    panel_name: str,
-    metric: str,
-    mode: str,
-    pair: str | None,
-    fingerprint: str,
-    settings: Mapping[str, Any],
-    document: str,
-) -> tuple[Any, ...]:
-    return (
-        key, panel_id, panel_name, metric, mode, pair, fingerprint, CODE_VERSION,
-        settings.get("seed"), json.dumps(jsonable(settings), sort_keys=True), document,
-    )  # fmt: skip
-
-
 def _reader_rows(key: str, audit: PanelAudit) -> list[tuple[Any, ...]]:
     panel_id = audit.panel["panel_id"]
     return [
@@ -228,7 +211,7 @@ def _add_audit(
 ) -> None:
     """One ``analysis.audits`` row and its ``analysis.statistics`` rows."""
     out.audits.append(
-        _audit_row(
+        (
             key,
             panel_id,
             panel_name,
@@ -236,7 +219,9 @@ def _add_audit(
             mode,
             pair,
             fingerprint,
-            settings,
+            CODE_VERSION,
+            settings.get("seed"),
+            json.dumps(jsonable(settings), sort_keys=True),
             dumps(document),
         )  # fmt: skip
     )

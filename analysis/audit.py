@@ -119,6 +119,7 @@ def _selections(
     cluster_by: str | None,
     draws: int,
     seed: int,
+    level: float,
     messages: list[str],
 ) -> list[tuple[str, str, SelectionResult]]:
     """Context-selection accuracy per dataset x metric x reader (section 11)."""
@@ -141,7 +142,7 @@ def _selections(
             else (outcomes.raw_methods[0] if outcomes.raw_methods else None)
         )
         result = selection_accuracy(
-            outcomes.scores, baseline=base, draws=draws, seed=seed,
+            outcomes.scores, baseline=base, draws=draws, seed=seed, level=level,
             strata=outcomes.groups.get(stratify_by) if stratify_by else None,
             clusters=outcomes.groups.get(cluster_by) if cluster_by else None,
         )  # fmt: skip
@@ -227,7 +228,7 @@ def audit_warehouse(
             raise WarehouseError("no panels to audit; run `ragledger build` first")
         audits = [audit_panel(a, s, progress=progress) for a in arrays]
         pairs = _declared_pairs(audits, arrays, pair, s, metric_order, hint_fields)
-        selections = _audit_selections(marts, options, messages)
+        selections = _audit_selections(marts, options, s.level, messages)
     comparison = {"current": current, "candidate": candidate} if current else None
     document = summary(
         audits,
@@ -348,14 +349,14 @@ def _declared_pairs(
 
 
 def _audit_selections(
-    marts: Any, options: SelectionOptions, messages: list[str]
+    marts: Any, options: SelectionOptions, level: float, messages: list[str]
 ) -> list[tuple[str, str, SelectionResult]]:
     if not options.enabled:
         return []
     return _selections(
         marts, baseline=options.baseline, stratify_by=options.stratify_by,
         cluster_by=options.cluster_by, draws=options.draws, seed=options.seed,
-        messages=messages,
+        level=level, messages=messages,
     )  # fmt: skip
 
 

@@ -32,7 +32,6 @@ from analysis.gap_rule import separated
 from analysis.mcnemar import exact_pvalues
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 from analysis.scores import is_binary
-from analysis.settings import DEFAULTS
 from analysis.transitions import rescue_damage
 
 OUTCOMES = (
@@ -251,7 +250,7 @@ def pair_bootstrap(
     gap: float,
     draws: int,
     seed: SeedLike,
-    level: float = DEFAULTS.level,
+    level: float,
 ) -> tuple[Interval, Interval, Interval, int]:
     """Row bootstrap of the raw and compressed upgrades and their ratio (ragscale's rule).
 
@@ -283,9 +282,7 @@ def _hint_key(value: Any) -> tuple[int, str]:
     return (0, str(value))
 
 
-def slices(
-    data: PairInput, *, gap: float, minimum_rows: int = 10
-) -> list[dict[str, Any]]:
+def slices(data: PairInput, *, gap: float, minimum_rows: int) -> list[dict[str, Any]]:
     """Per hint field and value: rows, both upgrades (mean of paired differences), retention.
 
     Values sort as strings with missing values last (pandas ``groupby`` with
@@ -363,12 +360,12 @@ def declared_pair(
     data: PairInput,
     /,
     *,
-    gap: float = DEFAULTS.gap,
-    threshold: float = DEFAULTS.retention_threshold,
-    draws: int = DEFAULTS.pair_draws,
-    seed: SeedLike = DEFAULTS.seed,
-    minimum_slice_rows: int = DEFAULTS.minimum_slice_rows,
-    level: float = DEFAULTS.level,
+    gap: float,
+    threshold: float,
+    draws: int,
+    seed: SeedLike,
+    minimum_slice_rows: int,
+    level: float,
 ) -> DeclaredPairResult:
     """ragscale ``run`` for one metric, computed from the four arrays."""
     a_raw, a_comp = data.current_raw, data.current_compressed

@@ -43,7 +43,6 @@ from analysis.bootstrap import (
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 from analysis.retention import BATCH, family_codes
 from analysis.scores import is_binary
-from analysis.settings import DEFAULTS
 
 #: A non-exact moment no larger than this share of its terms is set to zero.
 RELATIVE_TOLERANCE = 1e-10
@@ -346,10 +345,10 @@ def eiv_bootstrap(
     families: Sequence[str],
     /,
     *,
-    draws: int = DEFAULTS.draws,
-    seed: SeedLike = DEFAULTS.seed,
+    draws: int,
+    seed: SeedLike,
     headroom: bool = False,
-    level: float = DEFAULTS.level,
+    level: float,
 ) -> EIVResult:
     """Family-by-row bootstrap of the whole corrected estimate, with boundary counts.
 

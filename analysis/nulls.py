@@ -44,7 +44,6 @@ from analysis.results import (
     percentile_interval,
 )
 from analysis.scores import is_binary
-from analysis.settings import DEFAULTS
 from analysis.splits import (
     PackedCounts,
     difference_matrix,
@@ -147,11 +146,11 @@ def null_replay(
     kind: NullKind,
     observed_excess: float,
     observed_both_half: float,
-    draws: int = DEFAULTS.null_draws,
-    splits: int = DEFAULTS.null_splits,
-    seed: SeedLike = DEFAULTS.effective_null_seed,
-    gap: float = DEFAULTS.gap,
-    level: float = DEFAULTS.level,
+    draws: int,
+    splits: int,
+    seed: SeedLike,
+    gap: float,
+    level: float,
     batch: int = 25,
 ) -> NullComparison:
     """Replay ``draws`` null panels, each over its own ``splits`` splits."""

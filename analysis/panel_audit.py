@@ -43,7 +43,7 @@ from analysis.retention import (
 )
 from analysis.selection import SelectionResult
 from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings
-from analysis.split_pass import FlipReplay, SplitAudit, split_audit
+from analysis.split_pass import NO_SCREEN, FlipReplay, SplitAudit, split_audit
 from analysis.token_ratios import TokenRatios, token_kind, token_ratios
 from analysis.transitions import RescueDamage, rescue_damage
 from analysis.version import CODE_VERSION
@@ -224,7 +224,7 @@ def _sensitivity(panel: PanelArrays, s: AuditSettings) -> dict[str, FlipReplay]:
         name: split_audit(
             panel.raw, panel.comp, list(panel.families), list(panel.readers),
             splits=s.splits, seed=s.seed, level=s.level, parts=frozenset(),
-            **{"gap": s.gap, **options},
+            **{"gap": s.gap, **NO_SCREEN, **options},
         ).flips
         for name, options in variants
     }  # fmt: skip

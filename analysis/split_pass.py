@@ -60,7 +60,6 @@ from analysis.screen import (
     screen_splits,
     three_reader_screen,
 )
-from analysis.settings import DEFAULTS
 from analysis.splits import (
     DEFAULT_BATCH,
     DEFAULT_SPLITS,
@@ -90,6 +89,8 @@ __all__ = [
 ]
 
 PARTS = frozenset({"mcnemar", "crossfit", "screen"})
+#: The screen's thresholds of a pass whose ``parts`` leave the screen out (never read).
+NO_SCREEN = {"retention_threshold": float("nan"), "excess_threshold": float("nan")}
 
 
 @dataclass(frozen=True)
@@ -128,16 +129,16 @@ def split_audit(
     readers: Sequence[str],
     /,
     *,
-    gap: float = DEFAULTS.gap,
-    splits: int = DEFAULT_SPLITS,
-    seed: SeedLike = DEFAULTS.seed,
+    gap: float,
+    splits: int,
+    seed: SeedLike,
     tie_rule: TieRule = "strict",
     mcnemar_filter: bool = False,
     raw_tokens: np.ndarray | None = None,
     comp_tokens: np.ndarray | None = None,
-    retention_threshold: float = DEFAULTS.retention_threshold,
-    excess_threshold: float = DEFAULTS.excess_threshold,
-    level: float = DEFAULTS.level,
+    retention_threshold: float,
+    excess_threshold: float,
+    level: float,
     batch: int = DEFAULT_BATCH,
     parts: frozenset[str] | None = None,
     progress: Progress = NULL_PROGRESS,
@@ -293,9 +294,10 @@ def split_replay(
     comp: np.ndarray,
     /,
     *,
-    gap: float = DEFAULTS.gap,
-    splits: int = DEFAULT_SPLITS,
-    seed: SeedLike = DEFAULTS.seed,
+    gap: float,
+    splits: int,
+    seed: SeedLike,
+    level: float,
     tie_rule: TieRule = "strict",
     mcnemar_filter: bool = False,
     batch: int = DEFAULT_BATCH,
@@ -305,6 +307,6 @@ def split_replay(
     m = raw.shape[0]
     return split_audit(
         raw, comp, ["f"] * m, [str(k) for k in range(m)],
-        gap=gap, splits=splits, seed=seed, tie_rule=tie_rule,
-        mcnemar_filter=mcnemar_filter, batch=batch, parts=frozenset(),
+        gap=gap, splits=splits, seed=seed, tie_rule=tie_rule, level=level,
+        mcnemar_filter=mcnemar_filter, batch=batch, parts=frozenset(), **NO_SCREEN,
     ).flips  # fmt: skip

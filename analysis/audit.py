@@ -1,13 +1,14 @@
-"""Audit a panel: every statistic of one panel, a declared pair, and the two entry points.
+"""The audit's two entry points: the warehouse audit and ragscale's ``replay-audit``.
 
-:func:`audit_panel` works on :class:`analysis.panel.PanelArrays` alone (a
-warehouse panel or a ragscale file). :func:`audit_warehouse` reads panels from
-the marts (read-only), audits them, then writes ``analysis.*`` in one
-transaction (:mod:`analysis.store`) and, when asked, the audit folder
+:func:`audit_warehouse` reads panels from the marts (read-only, over one
+connection), audits each with :func:`analysis.panel_audit.audit_panel` (which
+works on :class:`analysis.panel.PanelArrays` alone), then writes ``analysis.*``
+in one transaction (:mod:`analysis.store`) and, when asked, the audit folder
 (:mod:`analysis.audit_folder`). :func:`replay_audit_file` is ragscale's
 ``replay-audit`` on its own file.
 
-The pieces live in their own modules: settings (:mod:`analysis.settings`),
+The pieces live in their own modules: one panel's audit and the declared pair
+(:mod:`analysis.panel_audit`), settings (:mod:`analysis.settings`),
 warning sentences (:mod:`analysis.panel_warnings`), ragscale's result fields
 (:mod:`analysis.ragscale_fields`), ``summary.json`` (:mod:`analysis.summary_json`),
 the SQL (:mod:`analysis.store`) and result types (:mod:`analysis.results`).
@@ -22,37 +23,36 @@ import dataclasses
 import difflib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from analysis.audit_folder import check_output_folder, write_folder
-from analysis.declared_pair import (
-    DeclaredPairResult,
-    declared_pair,
-    pair_input_from_panel,
+from analysis.declared_pair import DeclaredPairResult
+from analysis.multiplicity import family_block
+from analysis.panel import (
+    PanelArrays,
+    declared_panels,
+    list_panels,
+    marts_connection,
+    read_panel,
 )
-from analysis.eiv import eiv_bootstrap
-from analysis.multiplicity import family_block, pair_tests, panel_mde
-from analysis.nulls import null_replay
-from analysis.panel import PanelArrays
-from analysis.panel_audit import AuditRun, PanelAudit
-from analysis.panel_warnings import panel_warnings
+from analysis.panel_audit import (
+    AuditRun,
+    PanelAudit,
+    audit_panel,
+    pair_audit,
+    pair_seed,
+)
 from analysis.ragscale_fields import ragscale_replay_fields
-from analysis.rank_groups import rank_groups
-from analysis.resolution import resolution_cost
-from analysis.results import jsonable
-from analysis.retention import endpoint_retention, retention_bootstrap
 from analysis.selection import (
     SELECTION_BOOTSTRAP_SEED,
     SELECTION_DRAWS,
     SelectionResult,
 )
 from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings, InvalidSetting
-from analysis.split_pass import FlipReplay, split_audit
 from analysis.store import audit_key, table_rows, write_tables
 from analysis.summary_json import SCHEMA_VERSION, dumps, summary
-from analysis.token_ratios import token_kind, token_ratios
-from analysis.transitions import rescue_damage
 from analysis.version import CODE_VERSION
 from warehouse.progress import NULL_PROGRESS, Progress
 
@@ -76,172 +76,6 @@ __all__ = [
     "write_folder",
     "write_tables",
 ]
-
-
-def audit_panel(
-    panel: PanelArrays,
-    settings: AuditSettings | None = None,
-    *,
-    progress: Progress = NULL_PROGRESS,
-) -> PanelAudit:
-    """Sections 1-10 on one panel, each with the settings' seed and counts."""
-    s = settings or AuditSettings()
-    raw, comp = panel.raw, panel.comp
-    m, n = raw.shape
-    readers, families = list(panel.readers), list(panel.families)
-    endpoint = endpoint_retention(raw, comp, readers, gap=s.gap)
-    progress.start(None, f"bootstraps: {panel.panel_name}")
-    fam_row = retention_bootstrap(
-        raw, comp, families, gap=s.gap, draws=s.draws, seed=s.seed, level=s.level
-    )
-    row_only = retention_bootstrap(
-        raw, comp, None, gap=s.gap, draws=s.draws, seed=s.seed, level=s.level
-    )
-    eiv = eiv_bootstrap(raw, comp, families, draws=s.draws, seed=s.seed, level=s.level)
-    eiv_h = eiv_bootstrap(
-        raw, comp, families, draws=s.draws, seed=s.seed, headroom=True, level=s.level
-    )
-    progress.finish()
-    split = split_audit(
-        raw, comp, families, readers,
-        gap=s.gap, splits=s.splits, seed=s.seed, raw_tokens=panel.raw_tokens,
-        comp_tokens=panel.comp_tokens, retention_threshold=s.retention_threshold,
-        excess_threshold=s.excess_threshold, level=s.level, progress=progress,
-    )  # fmt: skip
-    sensitivity: dict[str, FlipReplay] = {}
-    if s.sensitivity and m >= 2:
-        variants: list[tuple[str, dict[str, Any]]] = [
-            ("gap=0.02", {"gap": 0.02}),
-            ("gap=0.10", {"gap": 0.10}),
-            ("ties=exclude", {"tie_rule": "exclude"}),
-            ("ties=raw-adverse", {"tie_rule": "raw-adverse"}),
-        ]
-        if panel.is_binary:
-            variants.append(("mcnemar-filter", {"mcnemar_filter": True}))
-        for name, options in variants:
-            options = {"gap": s.gap, **options}
-            sensitivity[name] = split_audit(
-                raw, comp, families, readers, splits=s.splits, seed=s.seed, level=s.level,
-                parts=frozenset(), **options,
-            ).flips  # fmt: skip
-    transitions = rescue_damage(raw, comp, readers)
-    resolution = resolution_cost(
-        raw, comp, raw_tokens=panel.raw_tokens, comp_tokens=panel.comp_tokens, gap=s.gap,
-        token_counts=token_kind(panel),
-    )  # fmt: skip
-    nulls = []
-    if s.nulls:
-        progress.start(None, "nulls")
-        for kind in ("independent-uniform", "row-exchangeable"):
-            nulls.append(
-                null_replay(
-                    raw,
-                    comp,
-                    kind=kind,
-                    observed_excess=split.flips.median_excess,
-                    observed_both_half=split.both_half.median,
-                    draws=s.null_draws,
-                    splits=s.null_splits,
-                    seed=s.effective_null_seed,
-                    gap=s.gap,
-                    level=s.level,
-                )  # fmt: skip
-            )
-        progress.finish()
-    warnings = panel_warnings(panel, endpoint, s.gap)
-    mu_raw, mu_comp = raw.mean(axis=1), comp.mean(axis=1)
-    reader_rows = [
-        {
-            "reader": readers[k],
-            "family": families[k],
-            "raw_mean": float(mu_raw[k]),
-            "compressed_mean": float(mu_comp[k]),
-            "gain": float(mu_comp[k] - mu_raw[k]),
-            **{
-                key: value
-                for key, value in transitions.per_reader[k].items()
-                if key not in ("reader",)
-            },
-        }
-        for k in range(m)
-    ]
-    info = {
-        key: jsonable(value) for key, value in panel.info.items() if key != "warnings"
-    }
-    return PanelAudit(
-        panel={
-            "panel_id": panel.panel_id,
-            "panel_name": panel.panel_name,
-            "metric": panel.metric,
-            "readers": m,
-            "families": len(set(families)),
-            "rows": n,
-            "is_binary": panel.is_binary,
-            **{
-                k: v
-                for k, v in info.items()
-                if k not in ("panel_id", "panel_name", "metric")
-            },
-        },
-        settings=s.to_dict(),
-        input_fingerprint=panel.fingerprint(),
-        code_version=CODE_VERSION,
-        readers=reader_rows,
-        endpoint=endpoint,
-        retention_family_row=fam_row,
-        retention_row=row_only,
-        eiv=eiv,
-        eiv_headroom=eiv_h,
-        split=split,
-        sensitivity=sensitivity,
-        transitions=transitions,
-        resolution=resolution,
-        token_ratios=token_ratios(panel, resolution),
-        nulls=nulls,
-        replay=ragscale_replay_fields(
-            panel, endpoint, split.flips, transitions, warnings
-        ),
-        warnings=warnings,
-        pair_tests=pair_tests(raw, comp, readers, binary=panel.is_binary),
-        mde=panel_mde(raw, comp, level=s.level, power=s.power),
-        rank_groups=rank_groups(
-            raw, comp, readers, draws=s.draws, seed=s.seed, level=s.level
-        ),
-        arrays=panel,
-    )
-
-
-def pair_audit(
-    panel: PanelArrays,
-    current: str,
-    candidate: str,
-    *,
-    settings: AuditSettings | None = None,
-    seed: int | None = None,
-    hint_fields: Sequence[str] | None = DEFAULT_HINT_FIELDS,
-    threshold: float | None = None,
-) -> DeclaredPairResult:
-    """ragscale ``run`` figures for a declared pair on one panel (one metric)."""
-    s = settings or AuditSettings()
-    data = pair_input_from_panel(panel, current, candidate)
-    if hint_fields is not None:
-        data = dataclasses.replace(
-            data, hints={k: v for k, v in data.hints.items() if k in hint_fields}
-        )
-    return declared_pair(
-        data,
-        gap=s.gap,
-        threshold=s.retention_threshold if threshold is None else threshold,
-        draws=s.pair_draws,
-        seed=s.seed if seed is None else seed,
-        minimum_slice_rows=s.minimum_slice_rows,
-        level=s.level,
-    )
-
-
-def pair_seed(seed: int, metric: str, metric_order: Sequence[str]) -> int:
-    """ragscale's per-metric seed: run seed + the metric's 0-based index in the run's order."""
-    return seed + (list(metric_order).index(metric) if metric in metric_order else 0)
 
 
 def _suggestion(name: str, known: Sequence[str]) -> str | None:
@@ -278,22 +112,23 @@ def check_declared_readers(
 
 
 def _selections(
-    path: str | Path,
+    marts: Any,
     *,
     baseline: str | None,
     stratify_by: str | None,
     cluster_by: str | None,
     draws: int,
     seed: int,
+    level: float,
     messages: list[str],
 ) -> list[tuple[str, str, SelectionResult]]:
     """Context-selection accuracy per dataset x metric x reader (section 11)."""
-    from analysis.panel import read_selection_outcomes
     from analysis.selection import selection_accuracy
+    from analysis.selection_outcomes import read_selection_outcomes
 
     out: list[tuple[str, str, SelectionResult]] = []
     for outcomes in read_selection_outcomes(
-        path, group_columns=[c for c in (stratify_by, cluster_by) if c]
+        marts, group_columns=[c for c in (stratify_by, cluster_by) if c]
     ):
         label = f"{outcomes.dataset_id} / {outcomes.metric} / {outcomes.reader_id}"
         if not outcomes.items:
@@ -307,7 +142,7 @@ def _selections(
             else (outcomes.raw_methods[0] if outcomes.raw_methods else None)
         )
         result = selection_accuracy(
-            outcomes.scores, baseline=base, draws=draws, seed=seed,
+            outcomes.scores, baseline=base, draws=draws, seed=seed, level=level,
             strata=outcomes.groups.get(stratify_by) if stratify_by else None,
             clusters=outcomes.groups.get(cluster_by) if cluster_by else None,
         )  # fmt: skip
@@ -319,6 +154,18 @@ def _selections(
                 f"{key}: {outcomes.dropped_items} question(s) lacking a seed or method were left out"
             )
     return out
+
+
+@dataclass(frozen=True)
+class SelectionOptions:
+    """The context-selection comparison of an audit (section 11): on or off, and how."""
+
+    enabled: bool = True
+    baseline: str | None = None
+    stratify_by: str | None = None
+    cluster_by: str | None = None
+    draws: int = SELECTION_DRAWS
+    seed: int = SELECTION_BOOTSTRAP_SEED
 
 
 def audit_warehouse(
@@ -350,94 +197,38 @@ def audit_warehouse(
     the declared pair (``PanelAudit.declared_pairs`` and the run's ``pairs``).
     Every read is pinned to one lake snapshot (``at``, default the current one),
     which is recorded on every ``analysis.audits`` row written (``snapshot_id``
-    overrides it). ``declared`` names panels declared with ``ragledger panels
+    overrides it); all of them go over one read-only connection, closed before
+    the write. ``declared`` names panels declared with ``ragledger panels
     define``; their built panels join ``panels``.
     """
-    from analysis.panel import declared_panels, list_panels, read_panel
-    from warehouse import WarehouseError, connect, pin
+    from warehouse import WarehouseError, pin
 
     if output is not None:  # refused before any work or write
         check_output_folder(output, force=force_output)
-    location = pin(path, at)
-    path = location
-    if snapshot_id is None:
-        snapshot_id = location.snapshot
-    if declared:
-        panels = [
-            *panels,
-            *(
-                row["panel_id"]
-                for name in declared
-                for row in declared_panels(location, name)
-            ),
-        ]
-
-    s = settings or AuditSettings()
     if (current is None) != (candidate is None):
         raise WarehouseError("declared-pair mode needs both --current and --candidate")
-    available = list_panels(path)
-    missing = [
-        name
-        for name in panels
-        if not any(name in (p["panel_id"], p["panel_name"]) for p in available)
-    ]
-    if missing:
-        raise WarehouseError(
-            f"no panel {missing[0]!r} in marts.dim_panels; see `ragledger panels`"
-        )
-    chosen = [
-        p
-        for p in available
-        if not panels or p["panel_id"] in panels or p["panel_name"] in panels
-    ]
+    location = pin(path, at)
+    if snapshot_id is None:
+        snapshot_id = location.snapshot
+    s = settings or AuditSettings()
+    options = SelectionOptions(
+        selection, baseline, stratify_by, cluster_by, selection_draws, selection_seed
+    )
     messages: list[str] = []
-    arrays = [read_panel(path, p["panel_id"]) for p in chosen]
-    if current is not None and candidate is not None:
-        if not arrays:
+    with marts_connection(location) as marts:
+        arrays = _chosen_panels(marts, panels, declared)
+        pair = (
+            (current, candidate)
+            if current is not None and candidate is not None
+            else None
+        )
+        if pair is not None:
+            arrays = _panels_with_pair(arrays, pair, messages)
+        if not arrays and not selection:
             raise WarehouseError("no panels to audit; run `ragledger build` first")
-        check_declared_readers(arrays, current, candidate)
-        with_pair = [
-            a for a in arrays if current in a.readers and candidate in a.readers
-        ]
-        if not with_pair:
-            raise WarehouseError(
-                f"no chosen panel has both readers {current!r} and {candidate!r}"
-            )
-        skipped = len(arrays) - len(with_pair)
-        if skipped:
-            messages.append(
-                f"{skipped} panel(s) without both declared readers were skipped"
-            )
-        arrays = with_pair
-    if not arrays and not selection:
-        raise WarehouseError("no panels to audit; run `ragledger build` first")
-    audits = [audit_panel(a, s, progress=progress) for a in arrays]
-    pairs: list[tuple[PanelAudit, DeclaredPairResult]] = []
-    if current is not None and candidate is not None:
-        order = (
-            list(metric_order) if metric_order else sorted({a.metric for a in arrays})
-        )
-        for k, panel in enumerate(arrays):
-            result = pair_audit(
-                panel,
-                current,
-                candidate,
-                settings=s,
-                seed=pair_seed(s.seed, panel.metric, order),
-                hint_fields=hint_fields,
-            )
-            audits[k] = dataclasses.replace(audits[k], declared_pairs=[result])
-            pairs.append((audits[k], result))
-        rank = {metric: k for k, metric in enumerate(order)}
-        pairs.sort(
-            key=lambda item: (rank.get(item[1].metric, len(rank)), item[1].metric)
-        )
-    selections: list[tuple[str, str, SelectionResult]] = []
-    if selection:
-        selections = _selections(
-            path, baseline=baseline, stratify_by=stratify_by, cluster_by=cluster_by,
-            draws=selection_draws, seed=selection_seed, messages=messages,
-        )  # fmt: skip
+        audits = [audit_panel(a, s, progress=progress) for a in arrays]
+        pairs = _declared_pairs(audits, arrays, pair, s, metric_order, hint_fields)
+        selections = _audit_selections(marts, options, s.level, messages)
     comparison = {"current": current, "candidate": candidate} if current else None
     document = summary(
         audits,
@@ -448,24 +239,125 @@ def audit_warehouse(
     )
     written = 0
     if write_tables_:
-        con = connect(path)
-        try:
-            written = write_tables(
-                con, audits, pairs=pairs, selections=selections, snapshot_id=snapshot_id
-            )
-        finally:
-            con.close()
+        written = _write_tables(location, audits, pairs, selections, snapshot_id)
     paths: dict[str, Path] = {}
     if output is not None:
         paths = write_folder(
-            output,
-            document,
-            audits,
-            pairs=[p for _, p in pairs],
-            selections=[x for _, _, x in selections],
-            force=force_output,
-        )
+            output, document, audits, pairs=[p for _, p in pairs],
+            selections=[x for _, _, x in selections], force=force_output,
+        )  # fmt: skip
     return AuditRun(audits, pairs, selections, document, paths, written, messages)
+
+
+def _write_tables(
+    location: Any,
+    audits: list[PanelAudit],
+    pairs: list[tuple[PanelAudit, DeclaredPairResult]],
+    selections: list[tuple[str, str, SelectionResult]],
+    snapshot_id: int | None,
+) -> int:
+    """``analysis.*`` in one transaction over one writable connection; the rows written."""
+    from warehouse import connect
+
+    con = connect(location)
+    try:
+        return write_tables(
+            con, audits, pairs=pairs, selections=selections, snapshot_id=snapshot_id
+        )
+    finally:
+        con.close()
+
+
+def _chosen_panels(
+    marts: Any, panels: Sequence[str], declared: Sequence[str]
+) -> list[PanelArrays]:
+    """The panels named (by id or name, plus the built panels of ``declared``), or all."""
+    from warehouse import WarehouseError
+
+    if declared:
+        panels = [
+            *panels,
+            *(
+                row["panel_id"]
+                for name in declared
+                for row in declared_panels(marts, name)
+            ),
+        ]
+    available = list_panels(marts)
+    missing = [
+        name
+        for name in panels
+        if not any(name in (p["panel_id"], p["panel_name"]) for p in available)
+    ]
+    if missing:
+        raise WarehouseError(
+            f"no panel {missing[0]!r} in marts.dim_panels; see `ragledger panels`"
+        )
+    return [
+        read_panel(marts, p["panel_id"])
+        for p in available
+        if not panels or p["panel_id"] in panels or p["panel_name"] in panels
+    ]
+
+
+def _panels_with_pair(
+    arrays: list[PanelArrays], pair: tuple[str, str], messages: list[str]
+) -> list[PanelArrays]:
+    """The panels holding both declared readers (the others are skipped, with a message)."""
+    from warehouse import WarehouseError
+
+    current, candidate = pair
+    if not arrays:
+        raise WarehouseError("no panels to audit; run `ragledger build` first")
+    check_declared_readers(arrays, current, candidate)
+    with_pair = [a for a in arrays if current in a.readers and candidate in a.readers]
+    if not with_pair:
+        raise WarehouseError(
+            f"no chosen panel has both readers {current!r} and {candidate!r}"
+        )
+    skipped = len(arrays) - len(with_pair)
+    if skipped:
+        messages.append(
+            f"{skipped} panel(s) without both declared readers were skipped"
+        )
+    return with_pair
+
+
+def _declared_pairs(
+    audits: list[PanelAudit],
+    arrays: list[PanelArrays],
+    pair: tuple[str, str] | None,
+    s: AuditSettings,
+    metric_order: Sequence[str] | None,
+    hint_fields: Sequence[str] | None,
+) -> list[tuple[PanelAudit, DeclaredPairResult]]:
+    """The declared pair on each panel (added to its audit in place), in metric order."""
+    if pair is None:
+        return []
+    order = list(metric_order) if metric_order else sorted({a.metric for a in arrays})
+    pairs: list[tuple[PanelAudit, DeclaredPairResult]] = []
+    for k, panel in enumerate(arrays):
+        result = pair_audit(
+            panel, *pair, settings=s, seed=pair_seed(s.seed, panel.metric, order),
+            hint_fields=hint_fields,
+        )  # fmt: skip
+        audits[k] = dataclasses.replace(audits[k], declared_pairs=[result])
+        pairs.append((audits[k], result))
+    rank = {metric: k for k, metric in enumerate(order)}
+    pairs.sort(key=lambda item: (rank.get(item[1].metric, len(rank)), item[1].metric))
+    return pairs
+
+
+def _audit_selections(
+    marts: Any, options: SelectionOptions, level: float, messages: list[str]
+) -> list[tuple[str, str, SelectionResult]]:
+    if not options.enabled:
+        return []
+    return _selections(
+        marts, baseline=options.baseline, stratify_by=options.stratify_by,
+        cluster_by=options.cluster_by, draws=options.draws, seed=options.seed,
+        level=level, messages=messages,
+    )  # fmt: skip
 
 
 def metrics_in_file_order(path: str | Path) -> list[str] | None:

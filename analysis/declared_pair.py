@@ -32,7 +32,6 @@ from analysis.gap_rule import separated
 from analysis.mcnemar import exact_pvalues
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 from analysis.scores import is_binary
-from analysis.settings import DEFAULTS
 from analysis.transitions import rescue_damage
 
 OUTCOMES = (
@@ -251,7 +250,7 @@ def pair_bootstrap(
     gap: float,
     draws: int,
     seed: SeedLike,
-    level: float = DEFAULTS.level,
+    level: float,
 ) -> tuple[Interval, Interval, Interval, int]:
     """Row bootstrap of the raw and compressed upgrades and their ratio (ragscale's rule).
 
@@ -283,9 +282,7 @@ def _hint_key(value: Any) -> tuple[int, str]:
     return (0, str(value))
 
 
-def slices(
-    data: PairInput, *, gap: float, minimum_rows: int = 10
-) -> list[dict[str, Any]]:
+def slices(data: PairInput, *, gap: float, minimum_rows: int) -> list[dict[str, Any]]:
     """Per hint field and value: rows, both upgrades (mean of paired differences), retention.
 
     Values sort as strings with missing values last (pandas ``groupby`` with
@@ -363,12 +360,12 @@ def declared_pair(
     data: PairInput,
     /,
     *,
-    gap: float = DEFAULTS.gap,
-    threshold: float = 0.75,
-    draws: int = DEFAULTS.pair_draws,
-    seed: SeedLike = DEFAULTS.seed,
-    minimum_slice_rows: int = 10,
-    level: float = DEFAULTS.level,
+    gap: float,
+    threshold: float,
+    draws: int,
+    seed: SeedLike,
+    minimum_slice_rows: int,
+    level: float,
 ) -> DeclaredPairResult:
     """ragscale ``run`` for one metric, computed from the four arrays."""
     a_raw, a_comp = data.current_raw, data.current_compressed
@@ -395,19 +392,8 @@ def declared_pair(
         reasons["retention_interval"] = (
             "no bootstrap draw kept |raw upgrade| at or above the minimum"
         )
-    a_rescue, a_damage, a_reasons = reader_shares(a_raw, a_comp)
-    b_rescue, b_damage, b_reasons = reader_shares(b_raw, b_comp)
-    for prefix, found in (("current", a_reasons), ("candidate", b_reasons)):
-        for key, text in found.items():
-            reasons[f"{prefix}_{key}"] = text
-    raw_p = comp_p = None
-    if is_binary(a_raw, a_comp, b_raw, b_comp):
-        raw_p = float(exact_pvalues(np.sum(a_raw > b_raw), np.sum(b_raw > a_raw)))
-        comp_p = float(exact_pvalues(np.sum(a_comp > b_comp), np.sum(b_comp > a_comp)))
-    else:
-        reasons["raw_mcnemar_p"] = reasons["compressed_mcnemar_p"] = (
-            "exact McNemar needs 0/1 scores"
-        )
+    (a_rescue, a_damage), (b_rescue, b_damage) = _pair_shares(data, reasons)
+    raw_p, comp_p = _pair_mcnemar(data, reasons)
     ragscale = outcome_label(raw_up, comp_up, retention, gap=gap, threshold=threshold)
     direction = raw_direction(raw_up)
     return DeclaredPairResult(
@@ -446,6 +432,39 @@ def declared_pair(
         ragscale_outcome=ragscale,
         notes=direction_notes(direction, raw_up, retention, ragscale, gap=gap),
         reasons=reasons,
+    )
+
+
+def _pair_shares(
+    data: PairInput, reasons: dict[str, str]
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(rescue, damage) of the current and the candidate reader; their reasons prefixed."""
+    shares = []
+    for prefix, raw, comp in (
+        ("current", data.current_raw, data.current_compressed),
+        ("candidate", data.candidate_raw, data.candidate_compressed),
+    ):
+        rescue, damage, found = reader_shares(raw, comp)
+        shares.append((rescue, damage))
+        for key, text in found.items():
+            reasons[f"{prefix}_{key}"] = text
+    return shares[0], shares[1]
+
+
+def _pair_mcnemar(
+    data: PairInput, reasons: dict[str, str]
+) -> tuple[float | None, float | None]:
+    """Exact McNemar p-values of the raw and the compressed difference (0/1 scores only)."""
+    a_raw, a_comp = data.current_raw, data.current_compressed
+    b_raw, b_comp = data.candidate_raw, data.candidate_compressed
+    if not is_binary(a_raw, a_comp, b_raw, b_comp):
+        reasons["raw_mcnemar_p"] = reasons["compressed_mcnemar_p"] = (
+            "exact McNemar needs 0/1 scores"
+        )
+        return None, None
+    return (
+        float(exact_pvalues(np.sum(a_raw > b_raw), np.sum(b_raw > a_raw))),
+        float(exact_pvalues(np.sum(a_comp > b_comp), np.sum(b_comp > a_comp))),
     )
 
 

@@ -16,7 +16,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from analysis.settings import DEFAULTS
 from analysis.splits import (
     SPREAD_TOLERANCE,
     SplitBatch,
@@ -47,7 +46,7 @@ def disjoint_splits(batch: SplitBatch) -> DisjointSplits:
 
 
 def disjoint_correlation(
-    splits: DisjointSplits, m: int, level: float = DEFAULTS.level
+    splits: DisjointSplits, m: int, level: float
 ) -> SplitDistribution:
     return distribution(
         "disjoint_row_correlation",

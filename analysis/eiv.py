@@ -43,7 +43,6 @@ from analysis.bootstrap import (
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 from analysis.retention import BATCH, family_codes
 from analysis.scores import is_binary
-from analysis.settings import DEFAULTS
 
 #: A non-exact moment no larger than this share of its terms is set to zero.
 RELATIVE_TOLERANCE = 1e-10
@@ -346,10 +345,10 @@ def eiv_bootstrap(
     families: Sequence[str],
     /,
     *,
-    draws: int = DEFAULTS.draws,
-    seed: SeedLike = DEFAULTS.seed,
+    draws: int,
+    seed: SeedLike,
     headroom: bool = False,
-    level: float = DEFAULTS.level,
+    level: float,
 ) -> EIVResult:
     """Family-by-row bootstrap of the whole corrected estimate, with boundary counts.
 
@@ -371,30 +370,9 @@ def eiv_bootstrap(
             draws, 0, 0, 0, draws, 0, draws, seed_value,
             {"interval": why, "psd_interval": why},
         )  # fmt: skip
-    gain = comp - raw
-    rng = generator(seed)
-    codes, n_families = family_codes(families)
-    reader_weights = family_counts(rng, n_families, draws)[:, codes]  # (B, m)
-    indices = row_indices(rng, n, draws)
-    parts: list[dict[str, np.ndarray]] = []
-    undefined = reader_weights.sum(axis=1) < 3
-    limiter = single_blas()
-    for start in range(0, draws, BATCH):
-        weights = counts_from_indices(indices[start : start + BATCH], n)
-        v = reader_weights[start : start + BATCH]
-        scale = None
-        if headroom:
-            mu = weights @ raw.T / n
-            at_one = (mu >= 1) & (v > 0)
-            undefined[start : start + BATCH] |= at_one.any(axis=1)
-            # an undrawn reader (v = 0) or a draw already undefined gets scale 1
-            scale = np.where(mu < 1, 1.0 / np.where(mu < 1, 1.0 - mu, 1.0), 1.0)
-        parts.append(_moments(raw, gain, weights, v, scale))
-    limiter.restore_original_limits()
-    moments = {
-        key: np.concatenate([part[key] for part in parts]) if parts else np.empty(0)
-        for key in MOMENTS
-    }
+    moments, undefined = _draw_moments(
+        raw, comp, families, draws=draws, seed=seed, headroom=headroom
+    )
     out = _derived(moments)
     formed = ~undefined
     r = np.where(formed, out["r"], np.nan)
@@ -423,3 +401,41 @@ def eiv_bootstrap(
         seed=seed_value,
         reasons=reasons,
     )
+
+
+def _draw_moments(
+    raw: np.ndarray,
+    comp: np.ndarray,
+    families: Sequence[str],
+    *,
+    draws: int,
+    seed: SeedLike,
+    headroom: bool,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Each draw's weighted moments, and which draws are undefined (see :func:`eiv_bootstrap`)."""
+    m, n = raw.shape
+    gain = comp - raw
+    rng = generator(seed)
+    codes, n_families = family_codes(families)
+    reader_weights = family_counts(rng, n_families, draws)[:, codes]  # (B, m)
+    indices = row_indices(rng, n, draws)
+    parts: list[dict[str, np.ndarray]] = []
+    undefined = reader_weights.sum(axis=1) < 3
+    limiter = single_blas()
+    for start in range(0, draws, BATCH):
+        weights = counts_from_indices(indices[start : start + BATCH], n)
+        v = reader_weights[start : start + BATCH]
+        scale = None
+        if headroom:
+            mu = weights @ raw.T / n
+            at_one = (mu >= 1) & (v > 0)
+            undefined[start : start + BATCH] |= at_one.any(axis=1)
+            # an undrawn reader (v = 0) or a draw already undefined gets scale 1
+            scale = np.where(mu < 1, 1.0 / np.where(mu < 1, 1.0 - mu, 1.0), 1.0)
+        parts.append(_moments(raw, gain, weights, v, scale))
+    limiter.restore_original_limits()
+    moments = {
+        key: np.concatenate([part[key] for part in parts]) if parts else np.empty(0)
+        for key in MOMENTS
+    }
+    return moments, undefined

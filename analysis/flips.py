@@ -33,7 +33,6 @@ from analysis.results import (
     median_or_nan,
     percentile_interval,
 )
-from analysis.settings import DEFAULTS
 from analysis.splits import (
     SplitBatch,
     SplitDistribution,
@@ -206,7 +205,7 @@ def flip_replay(
     tie_rule: TieRule,
     mcnemar_filter: bool,
     seed: int | None,
-    level: float = DEFAULTS.level,
+    level: float,
 ) -> FlipReplay:
     """Section 4's result from the per-split counts."""
     m = raw.shape[0]
@@ -254,9 +253,7 @@ def flip_replay(
     )
 
 
-def both_half_reversals(
-    counts: FlipCounts, level: float = DEFAULTS.level
-) -> SplitDistribution:
+def both_half_reversals(counts: FlipCounts, level: float) -> SplitDistribution:
     """Section 8's both-half reversal rate over splits with an eligible pair."""
     return distribution(
         "both_half_reversal_rate",

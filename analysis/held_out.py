@@ -27,7 +27,6 @@ from analysis.results import (
     median_or_nan,
     percentile_interval,
 )
-from analysis.settings import DEFAULTS
 from analysis.splits import SplitBatch
 
 
@@ -89,7 +88,7 @@ class HeldOutEndpoints(ResultMixin):
 
 
 def held_out_endpoints(
-    splits: HeldOutSplits, readers: Sequence[str], *, level: float = DEFAULTS.level
+    splits: HeldOutSplits, readers: Sequence[str], *, level: float
 ) -> HeldOutEndpoints:
     """Section 6's result over every valid orientation (split order, S->T first)."""
     m = len(readers)

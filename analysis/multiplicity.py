@@ -35,7 +35,7 @@ difference is at most its second moment, so this is slightly conservative).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,27 +50,36 @@ CONDITIONS = ("raw", "compressed")
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
     """Holm's step-down adjusted p-values, in the input order."""
-    p = np.asarray(pvalues, dtype=float)
-    k = p.size
-    if k == 0:
-        return p.copy()
-    order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, (k - np.arange(k)) * p[order])
-    out = np.empty(k)
-    out[order] = np.maximum.accumulate(scaled)
-    return out
+    return _adjusted(
+        pvalues,
+        lambda p, k: (k - np.arange(k)) * p,
+        np.maximum.accumulate,
+    )
 
 
 def benjamini_hochberg(pvalues: Sequence[float]) -> np.ndarray:
     """Benjamini-Hochberg step-up adjusted p-values (FDR), in the input order."""
+    return _adjusted(
+        pvalues,
+        lambda p, k: k * p / np.arange(1, k + 1),
+        lambda scaled: np.minimum.accumulate(scaled[::-1])[::-1],
+    )
+
+
+def _adjusted(
+    pvalues: Sequence[float],
+    scale: Callable[[np.ndarray, int], np.ndarray],
+    monotone: Callable[[np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """Sorted p-values scaled by their rank, capped at 1, made monotone, in input order."""
     p = np.asarray(pvalues, dtype=float)
     k = p.size
     if k == 0:
         return p.copy()
     order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, k * p[order] / np.arange(1, k + 1))
+    scaled = np.minimum(1.0, scale(p[order], k))
     out = np.empty(k)
-    out[order] = np.minimum.accumulate(scaled[::-1])[::-1]
+    out[order] = monotone(scaled)
     return out
 
 

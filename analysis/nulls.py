@@ -44,7 +44,6 @@ from analysis.results import (
     percentile_interval,
 )
 from analysis.scores import is_binary
-from analysis.settings import DEFAULTS
 from analysis.splits import (
     PackedCounts,
     difference_matrix,
@@ -147,24 +146,22 @@ def null_replay(
     kind: NullKind,
     observed_excess: float,
     observed_both_half: float,
-    draws: int = 200,
-    splits: int = 250,
-    seed: SeedLike = DEFAULTS.effective_null_seed,
-    gap: float = DEFAULTS.gap,
-    level: float = DEFAULTS.level,
+    draws: int,
+    splits: int,
+    seed: SeedLike,
+    gap: float,
+    level: float,
     batch: int = 25,
 ) -> NullComparison:
     """Replay ``draws`` null panels, each over its own ``splits`` splits."""
     m, n = raw.shape
     binary = is_binary(raw, comp)
-    nan = float("nan")
+    why = None
     if kind == "independent-uniform" and not binary:
         why = "the independent-uniform null needs 0/1 scores"
-        return _empty(
-            kind, draws, splits, observed_excess, observed_both_half, seed, why
-        )
-    if m < 2 or n < 2:
+    elif m < 2 or n < 2:
         why = "needs two readers and two rows"
+    if why is not None:
         return _empty(
             kind, draws, splits, observed_excess, observed_both_half, seed, why
         )
@@ -175,45 +172,86 @@ def null_replay(
     mask = selection_mask(perms, work)
     to_pairs = difference_matrix(m).astype(work)
     k_gap = integer_gap(n // 2, gap) if binary else None
-    excess = np.full(draws, nan)
-    both = np.full(draws, nan)
+    excess = np.full(draws, np.nan)
+    both = np.full(draws, np.nan)
     with single_blas():
         for start in range(0, draws, batch):
             k = min(batch, draws - start)
             arrays = null_arrays(rng, raw, comp, kind, k)  # (k, m, n)
             relabel = relabels[start : start + k]  # (k, n)
-            # draw d's raw and null matrices with rows relabelled by sigma_d
-            rows = np.broadcast_to(relabel[:, None, :], (k, m, n))
-            pieces = [np.broadcast_to(raw, (k, m, n)), arrays]
-            # per condition: draw d's rows relabelled by sigma_d, (S, k, P) differences
-            (d_raw_s, d_raw_t), (d_null_s, d_null_t) = (
-                _pair_differences(
-                    np.take_along_axis(x, rows, axis=2).reshape(k * m, n),
-                    mask, to_pairs, means=k_gap is None,
-                )
-                for x in pieces
-            )  # fmt: skip
-            if k_gap is not None:  # 0/1: |a/h - b/h| >= gap  <=>  |a - b| >= k_gap
-                eligible = np.abs(d_raw_s) >= k_gap
-            else:
-                eligible = separated(d_raw_s, gap)
-            orient = np.sign(d_raw_s) * eligible
-            n_eligible = np.count_nonzero(eligible, axis=2)
-            raw_rev = np.count_nonzero(orient * d_raw_t < 0, axis=2)
-            comp_rev = orient * d_null_t < 0
-            both_rev = np.count_nonzero(comp_rev & (orient * d_null_s < 0), axis=2)
-            comp_rev = np.count_nonzero(comp_rev, axis=2)
-            used = (n_eligible > 0).T  # (k, S)
-            excess[start : start + k] = row_median(
-                (rates(comp_rev, n_eligible) - rates(raw_rev, n_eligible)).T, used
+            excess[start : start + k], both[start : start + k] = _draw_medians(
+                raw, arrays, relabel, mask, to_pairs, k_gap=k_gap, gap=gap
             )
-            both[start : start + k] = row_median(rates(both_rev, n_eligible).T, used)
+    return _comparison(
+        kind, draws, splits, seed, level,
+        observed=(observed_excess, observed_both_half), null=(excess, both),
+    )  # fmt: skip
+
+
+def _draw_medians(
+    raw: np.ndarray,
+    arrays: np.ndarray,
+    relabel: np.ndarray,
+    mask: np.ndarray,
+    to_pairs: np.ndarray,
+    *,
+    k_gap: int | None,
+    gap: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per null draw of a batch: the median excess flip and both-half rates over the splits."""
+    k, m, n = arrays.shape
+    # draw d's raw and null matrices with rows relabelled by sigma_d
+    rows = np.broadcast_to(relabel[:, None, :], (k, m, n))
+    pieces = [np.broadcast_to(raw, (k, m, n)), arrays]
+    # per condition: draw d's rows relabelled by sigma_d, (S, k, P) differences
+    (d_raw_s, d_raw_t), (d_null_s, d_null_t) = (
+        _pair_differences(
+            np.take_along_axis(x, rows, axis=2).reshape(k * m, n),
+            mask, to_pairs, means=k_gap is None,
+        )
+        for x in pieces
+    )  # fmt: skip
+    if k_gap is not None:  # 0/1: |a/h - b/h| >= gap  <=>  |a - b| >= k_gap
+        eligible = np.abs(d_raw_s) >= k_gap
+    else:
+        eligible = separated(d_raw_s, gap)
+    orient = np.sign(d_raw_s) * eligible
+    n_eligible = np.count_nonzero(eligible, axis=2)
+    raw_rev = np.count_nonzero(orient * d_raw_t < 0, axis=2)
+    comp_rev = orient * d_null_t < 0
+    both_rev = np.count_nonzero(comp_rev & (orient * d_null_s < 0), axis=2)
+    comp_rev = np.count_nonzero(comp_rev, axis=2)
+    used = (n_eligible > 0).T  # (k, S)
+    excess = row_median(
+        (rates(comp_rev, n_eligible) - rates(raw_rev, n_eligible)).T, used
+    )
+    return excess, row_median(rates(both_rev, n_eligible).T, used)
+
+
+def _comparison(
+    kind: NullKind,
+    draws: int,
+    splits: int,
+    seed: SeedLike,
+    level: float,
+    *,
+    observed: tuple[float, float],
+    null: tuple[np.ndarray, np.ndarray],
+) -> NullComparison:
+    """The observed excess and both-half rates against their null draws."""
+    (observed_excess, observed_both_half), (excess, both) = observed, null
     reasons = {}
     kept = np.isfinite(excess)  # a draw with no eligible pair on any split is omitted
     if not kept.any():
         reasons["null_excess_median"] = reasons["null_both_half_median"] = (
             "no split has an eligible pair"
         )
+
+    def exceeds(value: float, draws_: np.ndarray) -> float:
+        if kept.any() and np.isfinite(value):
+            return float(np.mean(value > draws_[kept]))
+        return float("nan")
+
     return NullComparison(
         kind=kind,
         draws=draws,
@@ -221,15 +259,11 @@ def null_replay(
         observed_excess=observed_excess,
         null_excess_median=median_or_nan(excess),
         null_excess_interval=percentile_interval(excess, level),
-        excess_exceeds_share=float(np.mean(observed_excess > excess[kept]))
-        if kept.any() and np.isfinite(observed_excess)
-        else nan,
+        excess_exceeds_share=exceeds(observed_excess, excess),
         observed_both_half=observed_both_half,
         null_both_half_median=median_or_nan(both),
         null_both_half_interval=percentile_interval(both, level),
-        both_half_exceeds_share=float(np.mean(observed_both_half > both[kept]))
-        if kept.any() and np.isfinite(observed_both_half)
-        else nan,
+        both_half_exceeds_share=exceeds(observed_both_half, both),
         seed=seed if isinstance(seed, int) else None,
         draws_without_eligible_pairs=int((~kept).sum()),
         reasons=reasons,

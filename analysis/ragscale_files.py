@@ -10,8 +10,6 @@ dropped items are reported) instead of rejecting the file, the spec's
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,22 +19,16 @@ from typing import Any
 import numpy as np
 
 from analysis.panel import PanelArrays, cells_to_arrays
+from analysis.ragscale_columnar import columnar_panel
+from analysis.ragscale_panel import (
+    complete_tokens,
+    default_hints,
+    file_panel,
+    hint_value,
+)
 from warehouse.errors import InputError
 from warehouse.file_formats import PAIRED_SCORES_AUDIT_REQUIRED as REQUIRED
 from warehouse.files import jsonl_records, read_csv
-
-#: Columns ragscale writes that are never hint fields.
-KNOWN_COLUMNS = {
-    *REQUIRED,
-    "reader_key", "compressor_id", "dataset", "question", "reference_answers_json",
-    "hints_json", "tags_json", "raw_answer", "compressed_answer",
-    "raw_latency_ms", "compressed_latency_ms", "compressor_latency_ms",
-    "raw_tokens", "compressed_tokens", "compressor_tokens",
-    "raw_cost_usd", "compressed_cost_usd", "compressor_cost_usd",
-    "raw_adapter_metadata_json", "compressed_adapter_metadata_json",
-    "compressor_metadata_json", "artifact_reused", "raw_answer_reused",
-    "compressed_answer_reused", "judge_reused",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -146,7 +138,7 @@ def read_panel_csv(
     source = read_ragscale_file(path)  # refuses a malformed file, as ingest does
     if source.path.suffix != ".jsonl":
         try:
-            panel = _columnar_panel(
+            panel = columnar_panel(
                 source.path, metric, hint_fields, rows=len(source.records)
             )
         except Exception:  # noqa: BLE001 - any doubt: let the exact route decide
@@ -154,157 +146,6 @@ def read_panel_csv(
         if panel is not None:
             return panel
     return panel_from_ragscale(source, metric, hint_fields=hint_fields)
-
-
-def _columnar_panel(
-    target: Path,
-    metric: str | None,
-    hint_fields: Sequence[str] | None,
-    *,
-    rows: int | None = None,
-) -> PanelArrays | None:
-    """The panel read by pyarrow, or None when anything needs the exact route.
-
-    ``rows`` is the record count :func:`warehouse.files.read_csv` found; pyarrow
-    must find the same, or the file is left to the exact route.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from pyarrow import csv as pacsv
-
-    with target.open(newline="", encoding="utf-8") as handle:
-        header = next(csv.reader(handle), [])
-    numeric = ("raw_score", "compressed_score", "raw_tokens", "compressed_tokens")
-    text_columns = [c for c in header if c not in numeric]
-    table = pacsv.read_csv(
-        target,
-        convert_options=pacsv.ConvertOptions(
-            column_types={
-                **{c: pa.string() for c in text_columns},
-                **{c: pa.float64() for c in numeric if c in header},
-            },
-            strings_can_be_null=False,
-        ),
-    )
-    columns = tuple(table.column_names)
-    if any(name not in columns for name in REQUIRED) or table.num_rows == 0:
-        return None
-    if rows is not None and table.num_rows != rows:
-        return None
-    metrics = sorted(set(table.column("metric").to_pylist()))
-    if metric is None:
-        if len(metrics) != 1:
-            return None
-        metric = metrics[0]
-    elif metric not in metrics:
-        return None
-    table = table.filter(pc.equal(table.column("metric"), metric))
-    raw_scores = table.column("raw_score").to_numpy(zero_copy_only=False)
-    comp_scores = table.column("compressed_score").to_numpy(zero_copy_only=False)
-    for values in (raw_scores, comp_scores):
-        if not (
-            np.isfinite(values).all() and (values >= 0).all() and (values <= 1).all()
-        ):
-            return None
-    items, item_code = _codes(table.column("example_id"))
-    readers, reader_code = _codes(table.column("reader"))
-    key = item_code * len(readers) + reader_code
-    if np.unique(key).size != key.size or key.size != len(items) * len(readers):
-        return None  # duplicates, or an incomplete footprint: the exact route explains
-    for name in ("candidate_pool_id", "compressed_artifact_hash"):
-        values, value_code = _codes(table.column(name))
-        if np.unique(item_code * len(values) + value_code).size != len(items):
-            return None
-    if len(pc.unique(table.column("raw_policy_id"))) != 1:
-        return None
-    families, family_code = _codes(table.column("reader_family"))
-    pairs = np.unique(reader_code * len(families) + family_code)
-    if pairs.size != len(readers):
-        return None
-    family_of = {
-        int(code) // len(families): families[int(code) % len(families)]
-        for code in pairs
-    }
-    raw = np.empty((len(readers), len(items)))
-    comp = np.empty_like(raw)
-    raw[reader_code, item_code] = raw_scores
-    comp[reader_code, item_code] = comp_scores
-    raw_tokens = comp_tokens = None
-    if "raw_tokens" in columns and "compressed_tokens" in columns:
-        raw_tokens = np.full(raw.shape, np.nan)
-        comp_tokens = np.full(raw.shape, np.nan)
-        raw_tokens[reader_code, item_code] = table.column("raw_tokens").to_numpy(
-            zero_copy_only=False
-        )
-        comp_tokens[reader_code, item_code] = table.column(
-            "compressed_tokens"
-        ).to_numpy(zero_copy_only=False)
-        if np.isnan(raw_tokens).any() or np.isnan(comp_tokens).any():
-            raw_tokens = comp_tokens = None
-    answers = {}
-    if "raw_answer" in columns:
-        for name, column in (("raw", "raw_answer"), ("comp", "compressed_answer")):
-            target_array = np.empty(raw.shape, dtype=object)
-            target_array[reader_code, item_code] = np.asarray(
-                table.column(column).to_pylist(), dtype=object
-            )
-            answers[name] = target_array
-    first = np.unique(item_code, return_index=True)[
-        1
-    ]  # first row of each item, file order
-    if hint_fields is None:
-        hint_fields = _default_hints(columns)
-    hints = {}
-    for name in hint_fields:
-        if name in columns:
-            values = table.column(name).take(pa.array(first)).to_pylist()
-            hints[name] = tuple(_hint(value) for value in values)
-    policy = table.column("raw_policy_id")[0].as_py()
-    artifacts = len(set(table.column("compressed_artifact_hash").to_pylist()))
-    return PanelArrays(
-        panel_id="file:" + target.name + ":" + metric,
-        panel_name=f"{target.name} | {metric} | {policy} -> compressed",
-        metric=metric,
-        raw=raw,
-        comp=comp,
-        readers=tuple(readers),
-        items=tuple(items),
-        families=tuple(family_of[k] for k in range(len(readers))),
-        raw_tokens=raw_tokens,
-        comp_tokens=comp_tokens,
-        question_types=hints.get("question_type"),
-        hints=hints,
-        raw_answers=answers.get("raw"),
-        comp_answers=answers.get("comp"),
-        info={
-            "source": "ragscale-file",
-            "path": str(target),
-            "raw_policy_id": policy,
-            "metric": metric,
-            "unique_compressed_artifact_hashes": artifacts,
-            "warnings": [],
-        },
-    )
-
-
-def _default_hints(columns: Sequence[str]) -> list[str]:
-    """Columns ragscale does not know, in file order, with question_type first."""
-    extra = [c for c in columns if c not in KNOWN_COLUMNS]
-    return sorted(extra, key=lambda c: c != "question_type")
-
-
-def _codes(column) -> tuple[list[str], np.ndarray]:  # noqa: ANN001
-    """Sorted distinct strings of a pyarrow column and each row's index into them."""
-    import pyarrow.compute as pc
-
-    encoded = pc.dictionary_encode(column).combine_chunks()
-    labels = encoded.dictionary.to_pylist()
-    order = sorted(range(len(labels)), key=labels.__getitem__)
-    rank = np.empty(len(labels), dtype=np.int64)
-    rank[order] = np.arange(len(labels))
-    return [labels[k] for k in order], rank[
-        encoded.indices.to_numpy(zero_copy_only=False)
-    ]
 
 
 def _check_complete(source: RagscaleFile) -> None:
@@ -333,6 +174,51 @@ def panel_from_ragscale(
     """
     _check_complete(source)
     metric, positions = select_metric(source, metric)
+    seen, families, policy = _checked_records(source, positions)
+    items, warnings = _shared_items(source, seen)
+    shared = set(items)
+    chosen = [
+        record
+        for _, record in _records(source, positions)
+        if str(record["example_id"]) in shared
+    ]
+    readers = tuple(sorted(families))
+    arrays = cells_to_arrays(
+        readers, items, _cell_values(source, chosen),
+        reader_column=[str(record["reader"]) for record in chosen],
+        item_column=[str(record["example_id"]) for record in chosen],
+    )  # fmt: skip
+    first: dict[str, dict[str, Any]] = {}
+    for record in chosen:
+        first.setdefault(str(record["example_id"]), record)
+    if hint_fields is None:
+        hint_fields = default_hints(source.columns)
+    hints = {
+        name: tuple(hint_value(first[item].get(name)) for item in items)
+        for name in hint_fields
+        if name in source.columns
+    }
+    raw_tokens, comp_tokens = complete_tokens(
+        arrays.get("raw_tokens"), arrays.get("comp_tokens")
+    )
+    artifacts = {str(first[item]["compressed_artifact_hash"]) for item in items}
+    return file_panel(
+        source.path, metric, policy, artifacts=len(artifacts), warnings=warnings,
+        hints=hints, raw=arrays["raw"], comp=arrays["comp"], readers=readers,
+        items=items, families=tuple(families[reader][0] for reader in readers),
+        raw_tokens=raw_tokens, comp_tokens=comp_tokens,
+        raw_answers=arrays.get("raw_answers"), comp_answers=arrays.get("comp_answers"),
+    )  # fmt: skip
+
+
+def _checked_records(
+    source: RagscaleFile, positions: Sequence[int]
+) -> tuple[dict[tuple[str, str], int], dict[str, tuple[str, int]], str]:
+    """ragscale's record checks, in its order: keys, scores, per-item ids, families, policy.
+
+    Returns the first line of each (item, reader) key, each reader's family (with
+    its first line) and the file's one raw policy.
+    """
     file = str(source.path)
     seen: dict[tuple[str, str], int] = {}
     per_item: dict[str, dict[str, tuple[str, int]]] = {}
@@ -347,27 +233,8 @@ def panel_from_ragscale(
                 line=line,
             )
         seen[key] = line
-        for column in ("raw_score", "compressed_score"):
-            value = _score(record[column])
-            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-                raise InputError(
-                    f"{column} must contain finite scores in [0, 1] (got {record[column]!r})",
-                    file=file,
-                    line=line,
-                    column=column,
-                )
-        item = per_item.setdefault(key[0], {})
-        for column in ("candidate_pool_id", "compressed_artifact_hash"):
-            value = str(record[column] or "")
-            if column in item and item[column][0] != value:
-                raise InputError(
-                    f"{column} differs across readers for item {key[0]} (line {item[column][1]} has "
-                    f"{item[column][0]!r})",
-                    file=file,
-                    line=line,
-                    column=column,
-                )
-            item.setdefault(column, (value, line))
+        _check_scores(record, file, line)
+        _check_item_ids(per_item.setdefault(key[0], {}), record, key[0], file, line)
         policies.add(str(record["raw_policy_id"]))
         family = str(record["reader_family"] or "")
         if key[1] in families and families[key[1]][0] != family:
@@ -385,101 +252,81 @@ def panel_from_ragscale(
             file=file,
             column="raw_policy_id",
         )
-    readers = tuple(sorted(families))
-    item_sets = {reader: set() for reader in readers}
+    return seen, families, next(iter(policies))
+
+
+def _check_scores(record: dict[str, Any], file: str, line: int) -> None:
+    for column in ("raw_score", "compressed_score"):
+        value = _score(record[column])
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise InputError(
+                f"{column} must contain finite scores in [0, 1] (got {record[column]!r})",
+                file=file,
+                line=line,
+                column=column,
+            )
+
+
+def _check_item_ids(
+    item: dict[str, tuple[str, int]],
+    record: dict[str, Any],
+    item_id: str,
+    file: str,
+    line: int,
+) -> None:
+    """The candidate pool and compressed artifact of an item are the same for every reader."""
+    for column in ("candidate_pool_id", "compressed_artifact_hash"):
+        value = str(record[column] or "")
+        if column in item and item[column][0] != value:
+            raise InputError(
+                f"{column} differs across readers for item {item_id} (line {item[column][1]} has "
+                f"{item[column][0]!r})",
+                file=file,
+                line=line,
+                column=column,
+            )
+        item.setdefault(column, (value, line))
+
+
+def _shared_items(
+    source: RagscaleFile, seen: dict[tuple[str, str], int]
+) -> tuple[tuple[str, ...], list[str]]:
+    """The items every reader answered (sorted), and a warning naming how many were dropped."""
+    readers = sorted({reader for _, reader in seen})
+    item_sets: dict[str, set[str]] = {reader: set() for reader in readers}
     for item_id, reader in seen:
         item_sets[reader].add(item_id)
     shared = set.intersection(*item_sets.values())
     warnings = []
-    dropped = len(per_item) - len(shared)
+    dropped = len({item_id for item_id, _ in seen}) - len(shared)
     if dropped:
         warnings.append(
             f"Readers do not share an exact item footprint: {dropped} item(s) lacking some reader "
             f"were dropped; {len(shared)} shared items remain (never imputed)."
         )
-    items = tuple(sorted(shared))
-    if not items:
-        raise InputError("Readers share no item", file=file)
-    chosen = [
-        (line, record)
-        for line, record in _records(source, positions)
-        if str(record["example_id"]) in shared
-    ]
-    reader_column = [str(record["reader"]) for _, record in chosen]
-    item_column = [str(record["example_id"]) for _, record in chosen]
+    if not shared:
+        raise InputError("Readers share no item", file=str(source.path))
+    return tuple(sorted(shared)), warnings
+
+
+def _cell_values(source: RagscaleFile, chosen: list[dict[str, Any]]) -> dict[str, Any]:
+    """Scores, tokens (when the file has both columns) and answers, one entry per record."""
     values: dict[str, Any] = {
-        "raw": np.array([_score(record["raw_score"]) for _, record in chosen]),
-        "comp": np.array([_score(record["compressed_score"]) for _, record in chosen]),
+        "raw": np.array([_score(record["raw_score"]) for record in chosen]),
+        "comp": np.array([_score(record["compressed_score"]) for record in chosen]),
     }
-    has_tokens = (
-        "raw_tokens" in source.columns and "compressed_tokens" in source.columns
-    )
-    if has_tokens:
+    if "raw_tokens" in source.columns and "compressed_tokens" in source.columns:
         values["raw_tokens"] = np.array(
-            [_optional_float(record.get("raw_tokens")) for _, record in chosen]
+            [_optional_float(record.get("raw_tokens")) for record in chosen]
         )
         values["comp_tokens"] = np.array(
-            [_optional_float(record.get("compressed_tokens")) for _, record in chosen]
+            [_optional_float(record.get("compressed_tokens")) for record in chosen]
         )
     if "raw_answer" in source.columns:
         values["raw_answers"] = np.array(
-            [record.get("raw_answer") for _, record in chosen], dtype=object
+            [record.get("raw_answer") for record in chosen], dtype=object
         )
         values["comp_answers"] = np.array(
-            [record.get("compressed_answer") for _, record in chosen], dtype=object
+            [record.get("compressed_answer") for record in chosen], dtype=object
         )
-    arrays = cells_to_arrays(
-        readers, items, values, reader_column=reader_column, item_column=item_column
-    )
-    first: dict[str, dict[str, Any]] = {}
-    for _, record in chosen:
-        first.setdefault(str(record["example_id"]), record)
-    if hint_fields is None:
-        hint_fields = _default_hints(source.columns)
-    hints = {
-        name: tuple(_hint(first[item].get(name)) for item in items)
-        for name in hint_fields
-        if name in source.columns
-    }
-    question_types = hints.get("question_type")
-    raw_tokens = arrays.get("raw_tokens")
-    comp_tokens = arrays.get("comp_tokens")
-    if raw_tokens is not None and (
-        np.isnan(raw_tokens).any() or np.isnan(comp_tokens).any()
-    ):
-        raw_tokens = comp_tokens = None
-    policy = next(iter(policies))
-    artifact = {str(first[item]["compressed_artifact_hash"]) for item in items}
-    name = f"{source.path.name} | {metric} | {policy} -> compressed"
-    return PanelArrays(
-        panel_id="file:" + source.path.name + ":" + metric,
-        panel_name=name,
-        metric=metric,
-        raw=arrays["raw"],
-        comp=arrays["comp"],
-        readers=readers,
-        items=items,
-        families=tuple(families[reader][0] for reader in readers),
-        raw_tokens=raw_tokens,
-        comp_tokens=comp_tokens,
-        question_types=question_types,
-        hints=hints,
-        raw_answers=arrays.get("raw_answers"),
-        comp_answers=arrays.get("comp_answers"),
-        info={
-            "source": "ragscale-file",
-            "path": str(source.path),
-            "raw_policy_id": policy,
-            "metric": metric,
-            "unique_compressed_artifact_hashes": len(artifact),
-            "warnings": warnings,
-        },
-    )
-
-
-def _hint(value: Any) -> Any:
-    if value is None or value == "":
-        return None
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True)
-    return str(value)
+    return values

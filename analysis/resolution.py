@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.results import Interval, ResultMixin, StatRow, median_or_nan
-from analysis.settings import DEFAULTS
 from analysis.splits import pair_indices, separated
 
 #: The kinds of token count a panel can carry (docs/statistics.md section 9).
@@ -84,7 +83,7 @@ def resolution_cost(
     *,
     raw_tokens: np.ndarray | None = None,
     comp_tokens: np.ndarray | None = None,
-    gap: float = DEFAULTS.gap,
+    gap: float,
     token_counts: str | None = None,
 ) -> ResolutionCost:
     """Median n-ratio over raw-separated pairs with positive retention (vectorised over pairs).

@@ -18,20 +18,16 @@ over splits (pair-splits).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from analysis.results import (
-    Interval,
-    ResultMixin,
-    StatRow,
     median_or_nan,
     percentile_interval,
 )
-from analysis.splits import SplitBatch, row_median
+from analysis.splits import SplitBatch, SplitDistribution, row_median
 
 
 class CrossFitSplits(NamedTuple):
@@ -67,38 +63,21 @@ def crossfit_splits(batch: SplitBatch, eligible: np.ndarray) -> CrossFitSplits:
 
 
 @dataclass(frozen=True)
-class CrossFitResolution(ResultMixin):
+class CrossFitResolution(SplitDistribution):
     """Cross-fit n-ratio: median and percentiles of the per-split medians."""
 
-    name: str
-    median: float
-    interval: Interval
-    splits_used: int
-    splits_omitted: int
-    eligible_pair_splits: int
-    excluded_zero_raw_difference: int
-    excluded_nonpositive_retention: int
-    excluded_zero_raw_variance: int
-    reasons: Mapping[str, str] = field(default_factory=dict)
+    eligible_pair_splits: int = field(kw_only=True)
+    excluded_zero_raw_difference: int = field(kw_only=True)
+    excluded_nonpositive_retention: int = field(kw_only=True)
+    excluded_zero_raw_variance: int = field(kw_only=True)
 
-    def stat_rows(self) -> list[StatRow]:
-        return [
-            StatRow(
-                self.name,
-                self.median,
-                self.interval.low,
-                self.interval.high,
-                {
-                    "splits_used": self.splits_used,
-                    "splits_omitted": self.splits_omitted,
-                    "eligible_pair_splits": self.eligible_pair_splits,
-                    "excluded_zero_raw_difference": self.excluded_zero_raw_difference,
-                    "excluded_nonpositive_retention": self.excluded_nonpositive_retention,
-                    "excluded_zero_raw_variance": self.excluded_zero_raw_variance,
-                },
-                self.reasons.get("median"),
-            )
-        ]
+    def extra_counts(self) -> dict[str, Any]:
+        return {
+            "eligible_pair_splits": self.eligible_pair_splits,
+            "excluded_zero_raw_difference": self.excluded_zero_raw_difference,
+            "excluded_nonpositive_retention": self.excluded_nonpositive_retention,
+            "excluded_zero_raw_variance": self.excluded_zero_raw_variance,
+        }
 
 
 def crossfit_resolution(splits: CrossFitSplits, level: float) -> CrossFitResolution:

@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from analysis.settings import DEFAULTS
-
 #: The default reason when a field is undefined and nobody said why.
 UNDEFINED = "undefined"
 
@@ -120,7 +118,7 @@ class ResultMixin:
         return []
 
 
-def percentile_interval(values: np.ndarray, level: float = DEFAULTS.level) -> Interval:
+def percentile_interval(values: np.ndarray, level: float) -> Interval:
     """Percentile interval (numpy ``linear``), undefined for no values.
 
     Notes

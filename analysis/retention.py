@@ -82,7 +82,7 @@ def endpoint_retention(
     readers: Sequence[str],
     /,
     *,
-    gap: float = DEFAULT_GAP,
+    gap: float,
 ) -> EndpointRetention:
     """Retention of the in-sample raw endpoint pair (paper eq. 2-3)."""
     mu_raw = raw.mean(axis=1)
@@ -208,10 +208,10 @@ def retention_bootstrap(
     families: Sequence[str] | None,
     /,
     *,
-    gap: float = DEFAULT_GAP,
-    draws: int = DEFAULT_DRAWS,
-    seed: SeedLike = DEFAULT_SEED,
-    level: float = DEFAULTS.level,
+    gap: float,
+    draws: int,
+    seed: SeedLike,
+    level: float,
 ) -> RetentionBootstrap:
     """Family-by-row (``families`` given) or row-only (``None``) endpoint bootstrap.
 

@@ -30,7 +30,6 @@ from analysis.bootstrap import (
     stratified_indices,
 )
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
-from analysis.settings import DEFAULTS
 
 #: The selection comparison's bootstrap seed (``default_rng``).
 SELECTION_BOOTSTRAP_SEED = 5768
@@ -152,7 +151,7 @@ def selection_accuracy(
     seed: SeedLike = SELECTION_BOOTSTRAP_SEED,
     strata: Sequence[object] | None = None,
     clusters: Sequence[object] | None = None,
-    level: float = DEFAULTS.level,
+    level: float,
 ) -> SelectionResult:
     """Accuracy per method with shared paired draws and differences against ``baseline``.
 

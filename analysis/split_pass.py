@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,7 +60,6 @@ from analysis.screen import (
     screen_splits,
     three_reader_screen,
 )
-from analysis.settings import DEFAULTS
 from analysis.splits import (
     DEFAULT_BATCH,
     DEFAULT_SPLITS,
@@ -89,6 +89,8 @@ __all__ = [
 ]
 
 PARTS = frozenset({"mcnemar", "crossfit", "screen"})
+#: The screen's thresholds of a pass whose ``parts`` leave the screen out (never read).
+NO_SCREEN = {"retention_threshold": float("nan"), "excess_threshold": float("nan")}
 
 
 @dataclass(frozen=True)
@@ -127,16 +129,16 @@ def split_audit(
     readers: Sequence[str],
     /,
     *,
-    gap: float = DEFAULTS.gap,
-    splits: int = DEFAULT_SPLITS,
-    seed: SeedLike = DEFAULTS.seed,
+    gap: float,
+    splits: int,
+    seed: SeedLike,
     tie_rule: TieRule = "strict",
     mcnemar_filter: bool = False,
     raw_tokens: np.ndarray | None = None,
     comp_tokens: np.ndarray | None = None,
-    retention_threshold: float = 0.75,
-    excess_threshold: float = DEFAULTS.excess_threshold,
-    level: float = DEFAULTS.level,
+    retention_threshold: float,
+    excess_threshold: float,
+    level: float,
     batch: int = DEFAULT_BATCH,
     parts: frozenset[str] | None = None,
     progress: Progress = NULL_PROGRESS,
@@ -150,72 +152,25 @@ def split_audit(
     convenience; no split statistic uses them.
     """
     del raw_tokens, comp_tokens
-    m, n = raw.shape
     if splits < 1:
         raise ValueError("`splits` must be at least 1")
-    parts = PARTS if parts is None else parts
-    want_crossfit = "crossfit" in parts and m >= 2 and n >= 4
-    want_screen = "screen" in parts and m >= 3
-    panel = SplitPanel(raw, comp, products=False)
-    if mcnemar_filter and not panel.binary:
-        raise ValueError(
-            "`mcnemar_filter` needs 0/1 scores (exact McNemar is a binary test)"
-        )
-    want_mcnemar = "mcnemar" in parts and panel.binary and m >= 2 and n >= 2
-    if want_mcnemar or want_crossfit or mcnemar_filter:
-        panel = SplitPanel(raw, comp, products=True)
-    family_codes = np.unique(np.asarray(families, dtype=str), return_inverse=True)[1]
-    lookup = pair_lookup(m)
-    records: dict[str, list] = {
-        "flips": [], "held": [], "disjoint": [], "mcnemar": [], "crossfit": [], "screen": [],
-    }  # fmt: skip
-
-    progress.start(splits, "split replay")
-    # Many small products: a multithreaded BLAS spends more time waking threads
-    # than multiplying (40x slower on a busy 2-core machine), so use one thread.
-    with single_blas():
-        size = batch_size(m, n, batch)
-        for perms in permutation_batches(generator(seed), n, splits, size):
-            b = panel.batch(perms)
-            flips = pair_flips(
-                b, gap=gap, tie_rule=tie_rule, mcnemar_filter=mcnemar_filter
-            )
-            counts = flip_counts(flips)
-            records["flips"].append(counts)
-            records["held"].append(held_out_splits(b, gap=gap))
-            if m >= 3:
-                records["disjoint"].append(disjoint_splits(b))
-            if want_mcnemar:
-                records["mcnemar"].append(mcnemar_splits(b))
-            if want_crossfit:
-                records["crossfit"].append(crossfit_splits(b, flips.eligible))
-            if want_screen:
-                records["screen"].append(
-                    screen_splits(
-                        b,
-                        flips,
-                        counts,
-                        family_codes,
-                        lookup,
-                        gap=gap,
-                        retention_threshold=retention_threshold,
-                        excess_threshold=excess_threshold,
-                    )  # fmt: skip
-                )
-            progress.advance(b.size)
-    progress.finish()
-
+    plan = _plan(raw, comp, PARTS if parts is None else parts, mcnemar_filter)
+    screen = {
+        "retention_threshold": retention_threshold,
+        "excess_threshold": excess_threshold,
+    }
+    records = _replay_splits(
+        plan, families, gap=gap, splits=splits, seed=seed, tie_rule=tie_rule,
+        mcnemar_filter=mcnemar_filter, screen=screen, batch=batch, progress=progress,
+    )  # fmt: skip
+    m, n = raw.shape
     seed_value = seed if isinstance(seed, int) else None
     counts = stack(records["flips"])
-    if m >= 3:
-        disjoint = stack(records["disjoint"])
-    else:
-        disjoint = DisjointSplits(np.full(splits, np.nan))
-    reasons = {}
-    if m < 3:
-        reasons["screen"] = "the three-reader screen needs three readers"
-    if not panel.binary:
-        reasons["mcnemar"] = "exact McNemar needs 0/1 scores"
+    disjoint = (
+        stack(records["disjoint"])
+        if m >= 3
+        else DisjointSplits(np.full(splits, np.nan))
+    )
     return SplitAudit(
         splits=splits,
         seed=seed_value,
@@ -234,25 +189,104 @@ def split_audit(
         held_out=held_out_endpoints(stack(records["held"]), readers, level=level),
         disjoint_correlation=disjoint_correlation(disjoint, m, level),
         mcnemar=mcnemar_resolution(
-            stack(records["mcnemar"]),
-            scoring_rows=n - n // 2,
-            level=level,
+            stack(records["mcnemar"]), scoring_rows=n - n // 2, level=level
         )
-        if want_mcnemar
+        if plan.mcnemar
         else None,
         crossfit_resolution=crossfit_resolution(stack(records["crossfit"]), level)
-        if want_crossfit
+        if plan.crossfit
         else None,
-        screen=three_reader_screen(
-            stack(records["screen"]),
-            readers,
-            retention_threshold=retention_threshold,
-            excess_threshold=excess_threshold,
-        )
-        if want_screen
+        screen=three_reader_screen(stack(records["screen"]), readers, **screen)
+        if plan.screen
         else None,
-        reasons=reasons,
+        reasons=_reasons(m, plan.panel.binary),
     )
+
+
+def _reasons(m: int, binary: bool) -> dict[str, str]:
+    """Why the screen or McNemar resolution is missing from a split pass."""
+    reasons = {}
+    if m < 3:
+        reasons["screen"] = "the three-reader screen needs three readers"
+    if not binary:
+        reasons["mcnemar"] = "exact McNemar needs 0/1 scores"
+    return reasons
+
+
+class _Plan(NamedTuple):
+    """What one split pass computes, and the panel's half-means engine."""
+
+    panel: SplitPanel
+    mcnemar: bool
+    crossfit: bool
+    screen: bool
+
+
+def _plan(
+    raw: np.ndarray, comp: np.ndarray, parts: frozenset[str], mcnemar_filter: bool
+) -> _Plan:
+    m, n = raw.shape
+    crossfit = "crossfit" in parts and m >= 2 and n >= 4
+    screen = "screen" in parts and m >= 3
+    panel = SplitPanel(raw, comp, products=False)
+    if mcnemar_filter and not panel.binary:
+        raise ValueError(
+            "`mcnemar_filter` needs 0/1 scores (exact McNemar is a binary test)"
+        )
+    mcnemar = "mcnemar" in parts and panel.binary and m >= 2 and n >= 2
+    if mcnemar or crossfit or mcnemar_filter:
+        panel = SplitPanel(raw, comp, products=True)
+    return _Plan(panel, mcnemar, crossfit, screen)
+
+
+def _replay_splits(
+    plan: _Plan,
+    families: Sequence[str],
+    *,
+    gap: float,
+    splits: int,
+    seed: SeedLike,
+    tie_rule: TieRule,
+    mcnemar_filter: bool,
+    screen: Mapping[str, float],
+    batch: int,
+    progress: Progress,
+) -> dict[str, list]:
+    """Each kernel's per-split records, batch by batch, over one split sequence."""
+    m, n = plan.panel.raw.shape
+    family_codes = np.unique(np.asarray(families, dtype=str), return_inverse=True)[1]
+    lookup = pair_lookup(m)
+    records: dict[str, list] = {
+        "flips": [], "held": [], "disjoint": [], "mcnemar": [], "crossfit": [], "screen": [],
+    }  # fmt: skip
+    progress.start(splits, "split replay")
+    # Many small products: a multithreaded BLAS spends more time waking threads
+    # than multiplying (40x slower on a busy 2-core machine), so use one thread.
+    with single_blas():
+        size = batch_size(m, n, batch)
+        for perms in permutation_batches(generator(seed), n, splits, size):
+            b = plan.panel.batch(perms)
+            flips = pair_flips(
+                b, gap=gap, tie_rule=tie_rule, mcnemar_filter=mcnemar_filter
+            )
+            counts = flip_counts(flips)
+            records["flips"].append(counts)
+            records["held"].append(held_out_splits(b, gap=gap))
+            if m >= 3:
+                records["disjoint"].append(disjoint_splits(b))
+            if plan.mcnemar:
+                records["mcnemar"].append(mcnemar_splits(b))
+            if plan.crossfit:
+                records["crossfit"].append(crossfit_splits(b, flips.eligible))
+            if plan.screen:
+                records["screen"].append(
+                    screen_splits(
+                        b, flips, counts, family_codes, lookup, gap=gap, **screen
+                    )
+                )
+            progress.advance(b.size)
+    progress.finish()
+    return records
 
 
 def split_replay(
@@ -260,9 +294,10 @@ def split_replay(
     comp: np.ndarray,
     /,
     *,
-    gap: float = DEFAULTS.gap,
-    splits: int = DEFAULT_SPLITS,
-    seed: SeedLike = DEFAULTS.seed,
+    gap: float,
+    splits: int,
+    seed: SeedLike,
+    level: float,
     tie_rule: TieRule = "strict",
     mcnemar_filter: bool = False,
     batch: int = DEFAULT_BATCH,
@@ -272,6 +307,6 @@ def split_replay(
     m = raw.shape[0]
     return split_audit(
         raw, comp, ["f"] * m, [str(k) for k in range(m)],
-        gap=gap, splits=splits, seed=seed, tie_rule=tie_rule,
-        mcnemar_filter=mcnemar_filter, batch=batch, parts=frozenset(),
+        gap=gap, splits=splits, seed=seed, tie_rule=tie_rule, level=level,
+        mcnemar_filter=mcnemar_filter, batch=batch, parts=frozenset(), **NO_SCREEN,
     ).flips  # fmt: skip

@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -377,19 +377,24 @@ class SplitDistribution(ResultMixin):
     reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
+        counts = {
+            "splits_used": self.splits_used,
+            "splits_omitted": self.splits_omitted,
+        }
         return [
             StatRow(
                 self.name,
                 self.median,
                 self.interval.low,
                 self.interval.high,
-                {
-                    "splits_used": self.splits_used,
-                    "splits_omitted": self.splits_omitted,
-                },
+                {**counts, **self.extra_counts()},
                 self.reasons.get("median"),
             )
         ]
+
+    def extra_counts(self) -> dict[str, Any]:
+        """Counts a subclass adds to the row (after splits used and omitted)."""
+        return {}
 
 
 def distribution(

@@ -114,23 +114,6 @@ class _Rows:
     readers: list[tuple[Any, ...]]
 
 
-def _audit_row(
-    key: str,
-    panel_id: str,
-    panel_name: str,
-    metric: str,
-    mode: str,
-    pair: str | None,
-    fingerprint: str,
-    settings: Mapping[str, Any],
-    document: str,
-) -> tuple[Any, ...]:
-    return (
-        key, panel_id, panel_name, metric, mode, pair, fingerprint, CODE_VERSION,
-        settings.get("seed"), json.dumps(jsonable(settings), sort_keys=True), document,
-    )  # fmt: skip
-
-
 def _reader_rows(key: str, audit: PanelAudit) -> list[tuple[Any, ...]]:
     panel_id = audit.panel["panel_id"]
     return [
@@ -169,50 +152,24 @@ def build_rows(
     for audit in audits:
         panel_id, metric = audit.panel["panel_id"], audit.panel["metric"]
         key = audit_key(panel_id, "panel")
-        settings = audit.settings
-        out.audits.append(
-            _audit_row(
-                key,
-                panel_id,
-                audit.panel["panel_name"],
-                metric,
-                "panel",
-                None,
-                audit.input_fingerprint,
-                settings,
-                dumps(audit.to_dict()),
-            )  # fmt: skip
-        )
-        out.statistics += table_rows(
-            key, panel_id, metric, audit.panel_stat_rows(), seed=settings["seed"],
-            draws=settings["draws"], fingerprint=audit.input_fingerprint,
-            adjusted=adjusted.get(panel_id),
+        _add_audit(
+            out, key, panel_id, audit.panel["panel_name"], metric, "panel", None,
+            audit.input_fingerprint, audit.settings, audit.to_dict(),
+            audit.panel_stat_rows(), seed=audit.settings["seed"],
+            draws=audit.settings["draws"], adjusted=adjusted.get(panel_id),
         )  # fmt: skip
         out.readers += _reader_rows(key, audit)
     for audit, pair in pairs:
         panel_id = audit.panel["panel_id"]
         names = (pair.current_reader, pair.candidate_reader)
-        key = audit_key(panel_id, "declared-pair", names)
-        settings = {**audit.settings, "pair_seed": pair.bootstrap_seed}
-        out.audits.append(
-            _audit_row(
-                key,
-                panel_id,
-                audit.panel["panel_name"],
-                pair.metric,
-                "declared-pair",
-                " -> ".join(names),
-                audit.input_fingerprint,
-                settings,
-                dumps(pair.to_dict()),
-            )  # fmt: skip
-        )
         readers = [reader["reader"] for reader in audit.readers]
         found = declared_pair_lookup(cells, panel_id, readers, *names)
-        out.statistics += table_rows(
-            key, panel_id, pair.metric, pair.stat_rows(),
-            seed=pair.bootstrap_seed or 0, draws=pair.bootstrap_draws,
-            fingerprint=audit.input_fingerprint,
+        _add_audit(
+            out, audit_key(panel_id, "declared-pair", names), panel_id,
+            audit.panel["panel_name"], pair.metric, "declared-pair", " -> ".join(names),
+            audit.input_fingerprint, {**audit.settings, "pair_seed": pair.bootstrap_seed},
+            pair.to_dict(), pair.stat_rows(), seed=pair.bootstrap_seed or 0,
+            draws=pair.bootstrap_draws,
             adjusted={
                 f"pair_{condition}_upgrade": value
                 for condition, value in found.items()
@@ -220,32 +177,58 @@ def build_rows(
             },
         )  # fmt: skip
     for panel_id, fingerprint, selection in selections:
-        key = audit_key(panel_id, "selection")
         settings = {
             "draws": selection.draws,
             "seed": selection.seed,
             "resampling": selection.resampling,
         }
-        out.audits.append(
-            _audit_row(
-                key,
-                panel_id,
-                panel_id,
-                "",
-                "selection",
-                selection.baseline,
-                fingerprint,
-                settings,
-                dumps(selection.to_dict()),
-            )  # fmt: skip
-        )
-        out.statistics += table_rows(
-            key, panel_id, "", selection.stat_rows(), seed=selection.seed or 0,
-            draws=selection.draws, fingerprint=fingerprint,
+        _add_audit(
+            out, audit_key(panel_id, "selection"), panel_id, panel_id, "", "selection",
+            selection.baseline, fingerprint, settings, selection.to_dict(),
+            selection.stat_rows(), seed=selection.seed or 0, draws=selection.draws,
             adjusted=adjusted.get(selection.label),
         )  # fmt: skip
     _check_keys(out)
     return out
+
+
+def _add_audit(
+    out: _Rows,
+    key: str,
+    panel_id: str,
+    panel_name: str,
+    metric: str,
+    mode: str,
+    pair: str | None,
+    fingerprint: str,
+    settings: Mapping[str, Any],
+    document: Mapping[str, Any],
+    rows: Sequence[StatRow],
+    *,
+    seed: int,
+    draws: int,
+    adjusted: Mapping[str, tuple[float, float]] | None,
+) -> None:
+    """One ``analysis.audits`` row and its ``analysis.statistics`` rows."""
+    out.audits.append(
+        (
+            key,
+            panel_id,
+            panel_name,
+            metric,
+            mode,
+            pair,
+            fingerprint,
+            CODE_VERSION,
+            settings.get("seed"),
+            json.dumps(jsonable(settings), sort_keys=True),
+            dumps(document),
+        )  # fmt: skip
+    )
+    out.statistics += table_rows(
+        key, panel_id, metric, rows, seed=seed, draws=draws, fingerprint=fingerprint,
+        adjusted=adjusted,
+    )  # fmt: skip
 
 
 def _check_keys(rows: _Rows) -> None:

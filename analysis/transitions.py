@@ -153,68 +153,10 @@ def rescue_damage(
     binary = is_binary(raw, comp)
     reasons: dict[str, str] = {}
     if binary:
-        rescued = ((raw == 0) & (comp == 1)).sum(axis=1)
-        damaged = ((raw == 1) & (comp == 0)).sum(axis=1)
-        correct = (raw == 1).sum(axis=1)
-        wrong = n - correct
-        rescue = rescued / n
-        with np.errstate(invalid="ignore", divide="ignore"):
-            damage = np.where(correct > 0, damaged / np.maximum(correct, 1), np.nan)
-        per_reader = [
-            {
-                "reader": readers[k],
-                "cells": n,
-                "raw_correct": int(correct[k]),
-                "rescued": int(rescued[k]),
-                "damaged": int(damaged[k]),
-                "rescue_share": float(rescue[k]),
-                "damage_share": None
-                if not np.isfinite(damage[k])
-                else float(damage[k]),
-                **(
-                    {"damage_share_reason": "no raw-correct cells"}
-                    if not np.isfinite(damage[k])
-                    else {}
-                ),
-            }
-            for k in range(m)
-        ]
-        total_correct = int(correct.sum())
-        pooled_damage = (
-            float(damaged.sum() / total_correct) if total_correct else float("nan")
-        )
-        if not total_correct:
-            reasons["pooled_damage"] = "no raw-correct cells"
-        rescue_test = homogeneity(rescued, wrong)
-        damage_test = homogeneity(damaged, correct)
-        counts = {
-            "cells": m * n,
-            "raw_correct_cells": total_correct,
-            "rescued": int(rescued.sum()),
-            "damaged": int(damaged.sum()),
-        }
-        pooled_rescue = float(rescued.sum() / (m * n)) if m * n else float("nan")
+        parts = _binary_parts(raw, comp, readers, reasons)
     else:
-        change = comp - raw
-        positive = np.maximum(change, 0).mean(axis=1) * 100
-        negative = np.maximum(-change, 0).mean(axis=1) * 100
-        rescue, damage = positive, negative
-        per_reader = [
-            {
-                "reader": readers[k],
-                "cells": n,
-                "mean_positive_change_pp": float(positive[k]),
-                "mean_negative_change_pp": float(negative[k]),
-            }
-            for k in range(m)
-        ]
-        pooled_rescue = float(np.maximum(change, 0).mean() * 100)
-        pooled_damage = float(np.maximum(-change, 0).mean() * 100)
-        rescue_test = damage_test = None
-        counts = {"cells": m * n}
-        reasons["rescue_homogeneity"] = reasons["damage_homogeneity"] = (
-            "chi-square homogeneity needs 0/1 scores"
-        )
+        parts = _graded_parts(raw, comp, readers, reasons)
+    rescue, damage = parts.pop("rescue"), parts.pop("damage")
     rescue_sd, damage_sd = (
         _sd(np.asarray(rescue, float)),
         _sd(np.asarray(damage, float)),
@@ -226,13 +168,87 @@ def rescue_damage(
     return RescueDamage(
         binary=binary,
         cells=m * n,
-        pooled_rescue=pooled_rescue,
-        pooled_damage=pooled_damage,
-        per_reader=per_reader,
         rescue_sd=rescue_sd,
         damage_sd=damage_sd,
-        rescue_homogeneity=rescue_test,
-        damage_homogeneity=damage_test,
-        counts=counts,
         reasons=reasons,
+        **parts,
     )
+
+
+def _binary_parts(
+    raw: np.ndarray, comp: np.ndarray, readers: Sequence[str], reasons: dict[str, str]
+) -> dict[str, Any]:
+    """0/1 scores: rescued and damaged cells, shares per reader, pooled and chi-square tests."""
+    m, n = raw.shape
+    rescued = ((raw == 0) & (comp == 1)).sum(axis=1)
+    damaged = ((raw == 1) & (comp == 0)).sum(axis=1)
+    correct = (raw == 1).sum(axis=1)
+    rescue = rescued / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        damage = np.where(correct > 0, damaged / np.maximum(correct, 1), np.nan)
+    per_reader = []
+    for k in range(m):
+        finite = np.isfinite(damage[k])
+        per_reader.append(
+            {
+                "reader": readers[k],
+                "cells": n,
+                "raw_correct": int(correct[k]),
+                "rescued": int(rescued[k]),
+                "damaged": int(damaged[k]),
+                "rescue_share": float(rescue[k]),
+                "damage_share": float(damage[k]) if finite else None,
+                **({} if finite else {"damage_share_reason": "no raw-correct cells"}),
+            }
+        )
+    total_correct = int(correct.sum())
+    if not total_correct:
+        reasons["pooled_damage"] = "no raw-correct cells"
+    return {
+        "rescue": rescue,
+        "damage": damage,
+        "per_reader": per_reader,
+        "pooled_rescue": float(rescued.sum() / (m * n)) if m * n else float("nan"),
+        "pooled_damage": float(damaged.sum() / total_correct)
+        if total_correct
+        else float("nan"),
+        "rescue_homogeneity": homogeneity(rescued, n - correct),
+        "damage_homogeneity": homogeneity(damaged, correct),
+        "counts": {
+            "cells": m * n,
+            "raw_correct_cells": total_correct,
+            "rescued": int(rescued.sum()),
+            "damaged": int(damaged.sum()),
+        },
+    }
+
+
+def _graded_parts(
+    raw: np.ndarray, comp: np.ndarray, readers: Sequence[str], reasons: dict[str, str]
+) -> dict[str, Any]:
+    """Graded scores: mean positive and negative change in pp, no chi-square test."""
+    m, n = raw.shape
+    change = comp - raw
+    positive = np.maximum(change, 0).mean(axis=1) * 100
+    negative = np.maximum(-change, 0).mean(axis=1) * 100
+    reasons["rescue_homogeneity"] = reasons["damage_homogeneity"] = (
+        "chi-square homogeneity needs 0/1 scores"
+    )
+    return {
+        "rescue": positive,
+        "damage": negative,
+        "per_reader": [
+            {
+                "reader": readers[k],
+                "cells": n,
+                "mean_positive_change_pp": float(positive[k]),
+                "mean_negative_change_pp": float(negative[k]),
+            }
+            for k in range(m)
+        ],
+        "pooled_rescue": float(np.maximum(change, 0).mean() * 100),
+        "pooled_damage": float(np.maximum(-change, 0).mean() * 100),
+        "rescue_homogeneity": None,
+        "damage_homogeneity": None,
+        "counts": {"cells": m * n},
+    }

@@ -32,7 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-M, N, GAP, SEED = 20, 500, 0.05, 20260821
+from analysis.settings import DEFAULTS  # the audit's defaults: one source
+
+M, N = 20, 500
+GAP, SEED, LEVEL = DEFAULTS.gap, DEFAULTS.seed, DEFAULTS.level
 
 
 def simulate(seed: int = 7) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
@@ -161,7 +164,9 @@ def ours_replay(path: Path, *, splits: int, seed: int) -> dict:
     from analysis.split_pass import split_replay
 
     panel = read_panel_csv(path)
-    flips = split_replay(panel.raw, panel.comp, splits=splits, seed=seed, gap=GAP)
+    flips = split_replay(
+        panel.raw, panel.comp, splits=splits, seed=seed, gap=GAP, level=LEVEL
+    )
     return {
         "median_raw_replay_flips": flips.median_raw_rate,
         "median_compressed_flips": flips.median_compressed_rate,
@@ -197,7 +202,7 @@ def _wall(func) -> float:  # noqa: ANN001
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks audit")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--splits", type=int, default=5000)
+    parser.add_argument("--splits", type=int, default=DEFAULTS.splits)
     parser.add_argument(
         "--report", type=Path, help="also write the audit folder here and time it"
     )
@@ -234,13 +239,26 @@ def main(argv: list[str] | None = None) -> None:
     parts = {
         "family-by-row retention": lambda: __import__(
             "analysis.retention", fromlist=["x"]
-        ).retention_bootstrap(raw, comp, families, draws=5000, seed=SEED),
+        ).retention_bootstrap(
+            raw, comp, families, draws=DEFAULTS.draws, seed=SEED, gap=GAP, level=LEVEL
+        ),
         "EIV (gain)": lambda: __import__("analysis.eiv", fromlist=["x"]).eiv_bootstrap(
-            raw, comp, families, draws=5000, seed=SEED
+            raw, comp, families, draws=DEFAULTS.draws, seed=SEED, level=LEVEL
         ),
         "split audit (5,000 splits, McNemar, held-out, screen)": lambda: __import__(
             "analysis.split_pass", fromlist=["x"]
-        ).split_audit(raw, comp, families, readers, splits=5000, seed=SEED),
+        ).split_audit(
+            raw,
+            comp,
+            families,
+            readers,
+            splits=DEFAULTS.splits,
+            seed=SEED,
+            gap=GAP,
+            level=LEVEL,
+            retention_threshold=DEFAULTS.retention_threshold,
+            excess_threshold=DEFAULTS.excess_threshold,
+        ),
         "one null (200 x 250)": lambda: __import__(
             "analysis.nulls", fromlist=["x"]
         ).null_replay(
@@ -250,6 +268,10 @@ def main(argv: list[str] | None = None) -> None:
             observed_excess=0.2,
             observed_both_half=0.1,
             seed=SEED,
+            draws=DEFAULTS.null_draws,
+            splits=DEFAULTS.null_splits,
+            gap=GAP,
+            level=LEVEL,
         ),
     }
     for name, func in parts.items():
@@ -295,17 +317,31 @@ def main(argv: list[str] | None = None) -> None:
         t_low, _ = best(lambda: ragscale_replay(raw, comp, splits=low, seed=SEED), 1)
         t_high = rs_loop
         ours_low, _ = best(
-            lambda: split_replay(raw, comp, splits=low, seed=SEED), args.repeat
+            lambda: split_replay(
+                raw, comp, splits=low, seed=SEED, gap=GAP, level=LEVEL
+            ),
+            args.repeat,
         )
         ours_high, _ = best(
-            lambda: split_replay(raw, comp, splits=high, seed=SEED), args.repeat
+            lambda: split_replay(
+                raw, comp, splits=high, seed=SEED, gap=GAP, level=LEVEL
+            ),
+            args.repeat,
         )
         wall_low = min(
-            _wall(lambda: split_replay(raw, comp, splits=low, seed=SEED))
+            _wall(
+                lambda: split_replay(
+                    raw, comp, splits=low, seed=SEED, gap=GAP, level=LEVEL
+                )
+            )
             for _ in range(args.repeat)
         )
         wall_high = min(
-            _wall(lambda: split_replay(raw, comp, splits=high, seed=SEED))
+            _wall(
+                lambda: split_replay(
+                    raw, comp, splits=high, seed=SEED, gap=GAP, level=LEVEL
+                )
+            )
             for _ in range(args.repeat)
         )
         rs_wall_low = _wall(lambda: ragscale_replay(raw, comp, splits=low, seed=SEED))

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.settings import DEFAULTS
 from benchmarks.bench_audit import SEED, N, simulate, write_paired_scores
 
 CLOCK = time.process_time
@@ -153,14 +154,18 @@ def split_steps(raw: np.ndarray, comp: np.ndarray, families: list[str]) -> dict:
         times.setdefault(name, []).append((CLOCK() - start) / DEFAULT_BATCH)
         return out
 
-    screen = {"gap": 0.05, "retention_threshold": 0.75, "excess_threshold": 0.05}
+    screen = {
+        "gap": DEFAULTS.gap,
+        "retention_threshold": DEFAULTS.retention_threshold,
+        "excess_threshold": DEFAULTS.excess_threshold,
+    }
     with single_blas():
         for _ in range(12):
             perms = step("permutations", permutations, rng, N, DEFAULT_BATCH)
             b = step("half counts, pair differences", panel.batch, perms)
-            f = step("flips", pair_flips, b, gap=0.05)
+            f = step("flips", pair_flips, b, gap=DEFAULTS.gap)
             c = step("flip counts", flip_counts, f)
-            step("held-out endpoints", held_out_splits, b, gap=0.05)
+            step("held-out endpoints", held_out_splits, b, gap=DEFAULTS.gap)
             step("disjoint-row r", disjoint_splits, b)
             step("McNemar", mcnemar_splits, b)
             step("cross-fit", crossfit_splits, b, f.eligible)

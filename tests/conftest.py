@@ -29,6 +29,35 @@ def example_dir() -> Path:
     return EXAMPLE
 
 
+@pytest.fixture(scope="session")
+def matrix_files(tmp_path_factory) -> dict[str, Path]:
+    """Two reduced generated matrix files (different seeds, release names a and b)."""
+    from tests.warehouse.lake_support import write_matrix
+
+    folder = tmp_path_factory.mktemp("matrix")
+    files = {}
+    for seed, name in ((0, "a"), (1, "b")):
+        files[name] = folder / f"{name}.csv.gz"
+        write_matrix(files[name], seed=seed)
+    return files
+
+
+@pytest.fixture(scope="session")
+def built_template(tmp_path_factory, matrix_files) -> Path:
+    """A lake with generated release a ingested and built (marts present); do not modify.
+
+    Shared by the lake tests (tests/warehouse) and the audit of a generated
+    matrix (tests/analysis); copy it (``clone_lake``) before writing.
+    """
+    from tests.warehouse.lake_support import ragledger
+
+    db = tmp_path_factory.mktemp("template") / "w.duckdb"
+    ragledger(db, "init")
+    ragledger(db, "ingest", "matrix", str(matrix_files["a"]))
+    ragledger(db, "build")  # dbt: tests using this are marked slow
+    return db
+
+
 # CI replays the same property-test examples every run (derandomized); local runs
 # keep exploring new ones.
 from hypothesis import settings  # noqa: E402

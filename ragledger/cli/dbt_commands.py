@@ -10,8 +10,8 @@ import click
 from rich.markup import escape
 
 import warehouse
-from analysis.panel import define_panel as store_panel_definition
-from analysis.panel import read_items_file
+from analysis.panel_definitions import define_panel as store_panel_definition
+from analysis.panel_definitions import read_items_file
 from ragledger.cli.common import database_path, error_handler, marks_job
 from ragledger.cli.console import console, errors, print_table
 from warehouse import dbt_runner, marts

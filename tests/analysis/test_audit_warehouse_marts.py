@@ -23,7 +23,8 @@ from analysis.audit import (
     pair_audit,
     pair_seed,
 )
-from analysis.panel import PanelArrays, read_items_file
+from analysis.panel import PanelArrays
+from analysis.panel_definitions import read_items_file
 from tests.analysis.simulate import binary_panel
 from warehouse.errors import InputError, WarehouseError
 
@@ -369,7 +370,7 @@ def _definitions(con):
 
 
 def test_define_panel_stores_sorted_readers_and_replaces_by_name(answers):
-    from analysis.panel import define_panel
+    from analysis.panel_definitions import define_panel
 
     con = answers
     con.execute("delete from raw.panel_definitions")
@@ -386,7 +387,7 @@ def test_define_panel_stores_sorted_readers_and_replaces_by_name(answers):
 
 
 def test_define_panel_refusals_write_nothing(answers):
-    from analysis.panel import define_panel
+    from analysis.panel_definitions import define_panel
 
     con = answers
     before = _definitions(con)
@@ -422,7 +423,7 @@ def test_define_panel_refusals_write_nothing(answers):
 
 
 def test_no_datasets_at_all(lake):
-    from analysis.panel import define_panel
+    from analysis.panel_definitions import define_panel
 
     con = warehouse.connect(lake)
     try:

@@ -35,14 +35,14 @@ def loop_retention(raw, comp, families, draws, seed, gap=0.05):
         d_raw = mu_raw[strong] - mu_raw[weak]
         if d_raw >= gap:
             kept.append((mu_comp[strong] - mu_comp[weak]) / d_raw)
-    return percentile_interval(np.array(kept)), len(kept)
+    return percentile_interval(np.array(kept), level=0.95), len(kept)
 
 
 @pytest.mark.parametrize("fixed", [False, True])
 def test_retention_bootstrap_equals_plain_loop(fixed):
     raw, comp, readers, families = binary_panel(m=10, n=80, seed=3, families=4)
     fams = None if fixed else families
-    got = retention_bootstrap(raw, comp, fams, draws=120, seed=5)
+    got = retention_bootstrap(raw, comp, fams, draws=120, seed=5, gap=0.05, level=0.95)
     want, used = loop_retention(raw, comp, fams, 120, 5)
     assert (got.interval.low, got.interval.high) == (want.low, want.high)
     assert got.draws_used == used
@@ -50,7 +50,9 @@ def test_retention_bootstrap_equals_plain_loop(fixed):
 
 def test_retention_bootstrap_continuous_close_to_loop():
     raw, comp, readers, families = continuous_panel(m=8, n=60, seed=2)
-    got = retention_bootstrap(raw, comp, families, draws=80, seed=1)
+    got = retention_bootstrap(
+        raw, comp, families, draws=80, seed=1, gap=0.05, level=0.95
+    )
     want, used = loop_retention(raw, comp, families, 80, 1)
     assert got.draws_used == used
     assert np.allclose(
@@ -60,13 +62,13 @@ def test_retention_bootstrap_continuous_close_to_loop():
 
 def test_endpoint_ties_go_to_the_first_reader_name():
     raw = np.array([[1, 0], [1, 0], [1, 1]], float)
-    got = endpoint_retention(raw, raw, ["a", "b", "c"])
+    got = endpoint_retention(raw, raw, ["a", "b", "c"], gap=0.05)
     assert (got.weak, got.strong) == ("a", "c")
 
 
 def test_below_gap_is_null_with_reason():
     raw = np.array([[1, 0, 0, 0], [1, 0, 0, 0]], float)
-    got = endpoint_retention(raw, raw, ["a", "b"]).to_dict()
+    got = endpoint_retention(raw, raw, ["a", "b"], gap=0.05).to_dict()
     assert got["retention"] is None and "below the minimum" in got["retention_reason"]
 
 

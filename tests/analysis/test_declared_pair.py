@@ -36,7 +36,13 @@ def results(example_dir, published):
         )
         # ragscale's rule: seed = run seed + metric index, 2,000 draws, one index matrix for all four arrays
         out[metric] = declared_pair(
-            data, seed=RUN_SEED + index, draws=2000, gap=0.05, threshold=0.75
+            data,
+            seed=RUN_SEED + index,
+            draws=2000,
+            gap=0.05,
+            threshold=0.75,
+            minimum_slice_rows=10,
+            level=0.95,
         ).to_dict()
     return out
 
@@ -114,7 +120,15 @@ def test_a_declared_downgrade_keeps_ragscale_fields_and_says_downgrade():
     cur_comp = [1] * 12 + [0] * 8
     cand_raw = [1] * 8 + [0] * 12
     cand_comp = [1] * 7 + [0] * 13
-    result = declared_pair(_pair(cur_raw, cur_comp, cand_raw, cand_comp), draws=50)
+    result = declared_pair(
+        _pair(cur_raw, cur_comp, cand_raw, cand_comp),
+        draws=50,
+        gap=0.05,
+        threshold=0.75,
+        seed=20260821,
+        minimum_slice_rows=10,
+        level=0.95,
+    )
     assert result.raw_upgrade == pytest.approx(-0.4)
     assert result.compressed_upgrade == pytest.approx(-0.25)
     assert result.upgrade_retention == pytest.approx(0.625)  # ragscale's |upgrade| rule
@@ -183,6 +197,11 @@ def test_the_bundled_pair_declared_backwards_is_a_downgrade(example_dir, publish
             published["comparison"]["candidate"],
         ),
         seed=RUN_SEED,
+        gap=0.05,
+        threshold=0.75,
+        draws=2000,
+        minimum_slice_rows=10,
+        level=0.95,
     )
     backward = declared_pair(
         pair_input_from_panel(
@@ -191,6 +210,11 @@ def test_the_bundled_pair_declared_backwards_is_a_downgrade(example_dir, publish
             published["comparison"]["current"],
         ),
         seed=RUN_SEED,
+        gap=0.05,
+        threshold=0.75,
+        draws=2000,
+        minimum_slice_rows=10,
+        level=0.95,
     )
     assert forward.raw_direction == "upgrade" and forward.notes == []
     assert backward.raw_upgrade == -forward.raw_upgrade
@@ -211,7 +235,15 @@ def test_pair_stat_rows_carry_every_number_with_its_interval_and_reason():
     cur_comp = [1] * 12 + [0] * 8
     cand_raw = [1] * 8 + [0] * 12
     cand_comp = [1] * 7 + [0] * 13
-    r = declared_pair(_pair(cur_raw, cur_comp, cand_raw, cand_comp), draws=30, seed=4)
+    r = declared_pair(
+        _pair(cur_raw, cur_comp, cand_raw, cand_comp),
+        draws=30,
+        seed=4,
+        gap=0.05,
+        threshold=0.75,
+        minimum_slice_rows=10,
+        level=0.95,
+    )
     rows = {row.statistic: row for row in r.stat_rows()}
     assert list(rows) == [
         "pair_raw_upgrade", "pair_compressed_upgrade", "pair_upgrade_retention",
@@ -259,7 +291,15 @@ def test_pair_stat_rows_carry_every_number_with_its_interval_and_reason():
 def test_pair_stat_rows_on_scores_that_are_not_binary():
     rng = np.random.default_rng(2)
     a, b, c, d = (rng.random(30) * k for k in (0.5, 0.6, 0.9, 1.0))
-    r = declared_pair(_pair(a, b, c, d), draws=20, seed=1)
+    r = declared_pair(
+        _pair(a, b, c, d),
+        draws=20,
+        seed=1,
+        gap=0.05,
+        threshold=0.75,
+        minimum_slice_rows=10,
+        level=0.95,
+    )
     rows = {row.statistic: row for row in r.stat_rows()}
     for name in (
         "current_rescue",
@@ -275,7 +315,15 @@ def test_pair_stat_rows_on_scores_that_are_not_binary():
 
 def test_pair_retention_row_says_why_it_is_null():
     same = [1] * 10 + [0] * 10
-    r = declared_pair(_pair(same, same, same, same), draws=20, seed=1)
+    r = declared_pair(
+        _pair(same, same, same, same),
+        draws=20,
+        seed=1,
+        gap=0.05,
+        threshold=0.75,
+        minimum_slice_rows=10,
+        level=0.95,
+    )
     row = next(x for x in r.stat_rows() if x.statistic == "pair_upgrade_retention")
     assert math.isnan(row.estimate)
     assert row.reason == r.reasons["upgrade_retention"] and row.reason
@@ -321,7 +369,15 @@ def test_slices_group_missing_values_last_and_keep_floats():
 def test_pair_on_scores_that_are_not_binary_says_why_mcnemar_is_null():
     rng = np.random.default_rng(3)
     a, b, c, d = (rng.random(25) * k for k in (0.5, 0.6, 0.9, 1.0))
-    doc = declared_pair(_pair(a, b, c, d), draws=10, seed=1).to_dict()
+    doc = declared_pair(
+        _pair(a, b, c, d),
+        draws=10,
+        seed=1,
+        gap=0.05,
+        threshold=0.75,
+        minimum_slice_rows=10,
+        level=0.95,
+    ).to_dict()
     for key in ("raw_mcnemar_p", "compressed_mcnemar_p"):
         assert doc[key] is None
         assert doc[f"{key}_reason"] == "exact McNemar needs 0/1 scores"

@@ -42,7 +42,7 @@ def test_one_bootstrap_draw_gives_a_point_interval():
     a_raw, a_comp = np.array([0.0, 0, 1, 0]), np.array([0.0, 1, 1, 0])
     b_raw, b_comp = np.array([1.0, 1, 1, 0]), np.array([1.0, 1, 1, 1])
     raw, comp, ratio, used = pair_bootstrap(
-        a_raw, a_comp, b_raw, b_comp, gap=0.05, draws=1, seed=3
+        a_raw, a_comp, b_raw, b_comp, gap=0.05, draws=1, seed=3, level=0.95
     )
     idx = np.random.default_rng(3).integers(0, 4, size=(1, 4))[0]
     up_raw = float(np.mean(b_raw[idx] - a_raw[idx]))
@@ -59,11 +59,27 @@ def test_the_retention_interval_reason_is_given_only_when_it_is_undefined():
     data = _pair(
         [0, 0, 1, 0, 1, 0], [0, 1, 1, 0, 1, 0], [1, 1, 1, 0, 1, 1], [1, 1, 1, 1, 1, 0]
     )
-    defined = declared_pair(data, draws=50, seed=1)
+    defined = declared_pair(
+        data,
+        draws=50,
+        seed=1,
+        gap=0.05,
+        threshold=0.75,
+        minimum_slice_rows=10,
+        level=0.95,
+    )
     assert defined.retention_interval.defined
     assert "retention_interval" not in defined.reasons
     # no resample can reach a raw upgrade of 1.5
-    undefined = declared_pair(data, gap=1.5, draws=50, seed=1)
+    undefined = declared_pair(
+        data,
+        gap=1.5,
+        draws=50,
+        seed=1,
+        threshold=0.75,
+        minimum_slice_rows=10,
+        level=0.95,
+    )
     assert not undefined.retention_interval.defined
     assert undefined.reasons["retention_interval"] == (
         "no bootstrap draw kept |raw upgrade| at or above the minimum"
@@ -75,7 +91,7 @@ def test_the_retention_interval_reason_is_given_only_when_it_is_undefined():
 def test_no_draws_leave_every_interval_undefined(draws):
     a = np.array([0.0, 1.0])
     raw, comp, ratio, used = pair_bootstrap(
-        a, a, 1 - a, a, gap=0.05, draws=draws, seed=0
+        a, a, 1 - a, a, gap=0.05, draws=draws, seed=0, level=0.95
     )
     assert used == 0 and not (raw.defined or comp.defined or ratio.defined)
 

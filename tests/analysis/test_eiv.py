@@ -78,7 +78,7 @@ def test_bootstrap_equals_plain_loop_with_same_indices():
     comp = (rng.random((9, 60)) < 0.6).astype(float)
     families = ["a", "a", "b", "c", "c", "c", "d", "e", "f"]
     want = eiv_summary(raw, comp, families, draws=40, seed=12)
-    got = eiv_bootstrap(raw, comp, families, draws=40, seed=12)
+    got = eiv_bootstrap(raw, comp, families, draws=40, seed=12, level=0.95)
     assert abs(got.interval.low - want["interval"][0]) < 1e-12
     assert abs(got.interval.high - want["interval"][1]) < 1e-12
     for name in (
@@ -133,7 +133,9 @@ def test_corrected_estimate_is_closer_to_truth_than_naive():
 
 def test_two_readers_are_undefined_with_reason():
     raw = np.array([[1, 0, 1, 1], [0, 0, 1, 1]], float)
-    got = eiv_bootstrap(raw, raw[::-1].copy(), ["a", "b"], draws=10, seed=1).to_dict()
+    got = eiv_bootstrap(
+        raw, raw[::-1].copy(), ["a", "b"], draws=10, seed=1, level=0.95
+    ).to_dict()
     assert got["estimate"]["r_clipped"] is None
     assert "three readers" in got["estimate"]["r_clipped_reason"]
     assert got["interval"] is None and got["interval_reason"]

@@ -39,7 +39,7 @@ def test_psd_interval_is_over_every_formed_draw():
     families = ["a", "b", "b", "c", "d", "d"]
     want = eiv_summary(raw, comp, families, draws=150, seed=3)
     assert want["non_psd_draws"] > 20  # the test means something
-    got = eiv_bootstrap(raw, comp, families, draws=150, seed=3)
+    got = eiv_bootstrap(raw, comp, families, draws=150, seed=3, level=0.95)
     assert got.non_psd_draws == want["non_psd_draws"]
     low, high = want["psd_interval"]
     assert got.psd_interval.low == pytest.approx(low, abs=1e-12)
@@ -106,7 +106,7 @@ def test_exact_zero_variances_are_counted_exactly():
     families = ["a", "a", "b", "b", "c", "c"]
     draws = 200
     want = eiv_summary(raw, comp, families, draws=draws, seed=17)
-    got = eiv_bootstrap(raw, comp, families, draws=draws, seed=17)
+    got = eiv_bootstrap(raw, comp, families, draws=draws, seed=17, level=0.95)
     assert want["nonpositive_variance_draws"] >= 5
     assert got.nonpositive_variance_draws == want["nonpositive_variance_draws"]
     assert got.non_psd_draws == want["non_psd_draws"]
@@ -123,7 +123,9 @@ def test_headroom_ignores_undrawn_reader_with_raw_mean_one():
     comp = (rng.random((7, n)) < 0.5).astype(float)
     families = ["a", "b", "b", "c", "c", "d", "e"]
     want = eiv_summary(raw, comp, families, draws=120, seed=2, headroom=True)
-    got = eiv_bootstrap(raw, comp, families, draws=120, seed=2, headroom=True)
+    got = eiv_bootstrap(
+        raw, comp, families, draws=120, seed=2, headroom=True, level=0.95
+    )
     assert got.undefined_draws == want["undefined_draws"]
     assert got.finite_draws == want["finite_draws"]
     low, high = want["interval"]
@@ -153,7 +155,7 @@ def test_draws_with_two_reader_copies_are_undefined():
     comp = (rng.random((3, 20)) < 0.5).astype(float)
     families = ["a", "b", "b"]
     want = eiv_summary(raw, comp, families, draws=60, seed=4)
-    got = eiv_bootstrap(raw, comp, families, draws=60, seed=4)
+    got = eiv_bootstrap(raw, comp, families, draws=60, seed=4, level=0.95)
     assert want["undefined_draws"] > 0
     assert got.undefined_draws == want["undefined_draws"]
     assert got.nonpositive_variance_draws == want["nonpositive_variance_draws"]
@@ -172,7 +174,9 @@ def test_a_small_real_spread_above_the_tolerance_is_kept():
     comp = raw + np.array([0.1, 0.3, 0.2, 0.4])[:, None]
     want = eiv_derived(eiv_exact(list(raw), list(comp)))
     assert want["m11"] == pytest.approx(2.0**-32 / 3, rel=1e-12)  # rows are constant
-    got = eiv_bootstrap(raw, comp, ["a", "b", "c", "d"], draws=5, seed=1).estimate
+    got = eiv_bootstrap(
+        raw, comp, ["a", "b", "c", "d"], draws=5, seed=1, level=0.95
+    ).estimate
     assert got.m11 == pytest.approx(want["m11"], rel=1e-9)
     for name in ("r_unbounded", "naive_r", "slope", "m12"):
         assert getattr(got, name) == pytest.approx(want[name], rel=1e-9), name

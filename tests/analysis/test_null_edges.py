@@ -45,7 +45,7 @@ def test_independent_uniform_null_needs_binary_scores(seed):
     got = null_replay(
         raw, comp, kind="independent-uniform", observed_excess=0.125,
         observed_both_half=0.25, draws=7, splits=9,
-        seed=seed if seed is not None else np.random.default_rng(1),
+        seed=seed if seed is not None else np.random.default_rng(1), gap=0.05, level=0.95,
     )  # fmt: skip
     _assert_empty(
         got,
@@ -61,7 +61,7 @@ def test_a_null_needs_two_readers_and_two_rows(shape):
     raw[0, 0] = 1.0
     got = null_replay(
         raw, raw.copy(), kind="row-exchangeable", observed_excess=0.125,
-        observed_both_half=0.25, draws=7, splits=9, seed=3,
+        observed_both_half=0.25, draws=7, splits=9, seed=3, gap=0.05, level=0.95,
     )  # fmt: skip
     _assert_empty(got, "row-exchangeable", "needs two readers and two rows", 3)
 
@@ -73,7 +73,7 @@ def test_no_eligible_pair_in_any_draw_names_the_reason():
     comp = np.random.default_rng(2).integers(0, 2, raw.shape).astype(float)
     got = null_replay(
         raw, comp, kind="row-exchangeable", observed_excess=0.125,
-        observed_both_half=0.25, draws=7, splits=9, seed=4,
+        observed_both_half=0.25, draws=7, splits=9, seed=4, gap=0.05, level=0.95,
     )  # fmt: skip
     assert got.draws_without_eligible_pairs == 7
     why = "no split has an eligible pair"
@@ -100,7 +100,7 @@ def test_exceeds_share_counts_only_null_draws_strictly_below_the_observed():
     assert (excess == tie_excess).sum() >= 1 and (both == tie_both).sum() >= 1
     got = null_replay(
         raw, comp, kind="row-exchangeable", observed_excess=float(tie_excess),
-        observed_both_half=float(tie_both), draws=draws, splits=splits, seed=seed,
+        observed_both_half=float(tie_both), draws=draws, splits=splits, seed=seed, gap=0.05, level=0.95,
     )  # fmt: skip
     assert got.excess_exceeds_share == np.sum(excess < tie_excess) / draws
     assert got.both_half_exceeds_share == np.sum(both < tie_both) / draws
@@ -114,7 +114,7 @@ def test_a_generator_seed_is_recorded_as_null():
     raw = (rng.random((4, 30)) < 0.5).astype(float)
     comp = (rng.random((4, 30)) < 0.5).astype(float)
     kwargs = dict(kind="row-exchangeable", observed_excess=0.1,
-                  observed_both_half=0.2, draws=4, splits=5)  # fmt: skip
+                  observed_both_half=0.2, draws=4, splits=5, gap=0.05, level=0.95)  # fmt: skip
     assert null_replay(raw, comp, seed=np.random.default_rng(3), **kwargs).seed is None
     assert null_replay(raw, comp, seed=3, **kwargs).seed == 3
 
@@ -131,7 +131,7 @@ def test_two_rows_are_enough_for_a_null(kind):
     )
     got = null_replay(
         raw, comp, kind=kind, observed_excess=0.0, observed_both_half=0.0,
-        draws=draws, splits=splits, seed=seed,
+        draws=draws, splits=splits, seed=seed, gap=0.05, level=0.95,
     )  # fmt: skip
     assert not got.reasons, got.reasons
     assert got.null_excess_median == pytest.approx(np.nanmedian(excess), abs=1e-12)

@@ -23,7 +23,7 @@ def test_eiv_on_a_panel_too_small_says_which_part_is_missing(shape, why):
     raw[0, 0] = 1.0
     point = eiv_point(raw, raw.copy())
     assert np.isnan(point.r_clipped) and point.reasons["r_clipped"] == why
-    boot = eiv_bootstrap(raw, raw.copy(), ["f"] * shape[0], draws=7, seed=1)
+    boot = eiv_bootstrap(raw, raw.copy(), ["f"] * shape[0], draws=7, seed=1, level=0.95)
     assert (boot.draws, boot.undefined_draws, boot.finite_draws) == (7, 7, 0)
     assert dict(boot.reasons) == {"interval": why, "psd_interval": why}
     assert not boot.interval.defined and not boot.psd_interval.defined
@@ -59,7 +59,7 @@ def test_eiv_when_compression_changes_nothing():
     ],
 )
 def test_disjoint_row_correlation_without_a_usable_split(m, why):
-    got = disjoint_correlation(DisjointSplits(np.full(4, np.nan)), m)
+    got = disjoint_correlation(DisjointSplits(np.full(4, np.nan)), m, level=0.95)
     assert np.isnan(got.median) and not got.interval.defined
     assert (got.splits_used, got.splits_omitted) == (0, 4)
     assert set(got.reasons.values()) == {why}
@@ -94,6 +94,7 @@ def test_token_cost_without_a_usable_pair_gives_the_n_ratio_reason():
         raw_tokens=tokens,
         comp_tokens=tokens / 4,
         token_counts="prompt",
+        gap=0.05,
     )
     why = "no pair has a raw upgrade at or above the minimum with positive retention"
     assert got.reasons["median_n_ratio"] == why

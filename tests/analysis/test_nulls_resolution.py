@@ -24,7 +24,7 @@ def test_null_replay_equals_plain_loop(kind):
     draws, splits, seed = 12, 30, 99
     got = null_replay(
         raw, comp, kind=kind, observed_excess=0.1, observed_both_half=0.05,
-        draws=draws, splits=splits, seed=seed, batch=5,
+        draws=draws, splits=splits, seed=seed, batch=5, gap=0.05, level=0.95,
     )  # fmt: skip
     excess, both = loops.null_loop(
         raw, comp, kind=kind, draws=draws, splits=splits, seed=seed
@@ -42,7 +42,7 @@ def test_row_exchangeable_null_on_continuous_scores_equals_loop():
     raw, comp, *_ = continuous_panel(m=5, n=60, seed=4)
     got = null_replay(
         raw, comp, kind="row-exchangeable", observed_excess=0.1,
-        observed_both_half=0.05, draws=8, splits=20, seed=5,
+        observed_both_half=0.05, draws=8, splits=20, seed=5, gap=0.05, level=0.95,
     )  # fmt: skip
     excess, both = loops.null_loop(
         raw, comp, kind="row-exchangeable", draws=8, splits=20, seed=5
@@ -58,7 +58,12 @@ def test_resolution_cost_by_hand():
     tokens_raw = np.full((2, 4), 100.0)
     tokens_comp = np.full((2, 4), 25.0)
     got = resolution_cost(
-        raw, comp, raw_tokens=tokens_raw, comp_tokens=tokens_comp, token_counts="prompt"
+        raw,
+        comp,
+        raw_tokens=tokens_raw,
+        comp_tokens=tokens_comp,
+        token_counts="prompt",
+        gap=0.05,
     )
     var_raw = np.var([1, 1, 0, 0], ddof=1)
     var_comp = np.var([1, 0, 0, 0], ddof=1)
@@ -71,7 +76,7 @@ def test_resolution_cost_by_hand():
 def test_resolution_excludes_nonpositive_retention():
     raw = np.array([[0, 0, 1, 1], [1, 1, 1, 1]], float)
     comp = np.array([[1, 1, 1, 1], [0, 1, 1, 1]], float)  # the upgrade reverses
-    got = resolution_cost(raw, comp).to_dict()
+    got = resolution_cost(raw, comp, gap=0.05).to_dict()
     assert got["excluded_nonpositive_retention"] == 1
     assert got["median_n_ratio"] is None and got["median_n_ratio_reason"]
 
@@ -83,9 +88,20 @@ def test_resolution_gap_rule_is_the_flips_rule():
     raw[1, :7] = 1  # 7 / 20 = 0.35; the mean of the paired differences is 0.05
     comp = raw.copy()
     assert raw[1].mean() - raw[0].mean() < GAP <= (raw[1] - raw[0]).mean()
-    flips = split_audit(raw, comp, ["a", "b"], ["a", "b"], splits=5, seed=1).flips
+    flips = split_audit(
+        raw,
+        comp,
+        ["a", "b"],
+        ["a", "b"],
+        splits=5,
+        seed=1,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+    ).flips
     assert flips.full_sample_eligible_pairs == 1
-    assert resolution_cost(raw, comp).eligible_pairs == 1
+    assert resolution_cost(raw, comp, gap=0.05).eligible_pairs == 1
 
 
 @pytest.mark.parametrize("gap", [0.02, 0.05, 0.10, 0.25])
@@ -104,7 +120,7 @@ def test_null_integer_gap_is_the_exact_count(gap):
 
 def test_resolution_cost_equals_loop():
     raw, comp, *_ = binary_panel(m=8, n=90, seed=5)
-    got = resolution_cost(raw, comp)
+    got = resolution_cost(raw, comp, gap=0.05)
     mu, muc = raw.mean(axis=1), comp.mean(axis=1)
     ratios, eligible, nonpositive = [], 0, 0
     for i, j in loops.pairs(8):
@@ -128,7 +144,9 @@ def test_headroom_bootstrap_equals_plain_loop():
     raw = (rng.random((7, 50)) < 0.5).astype(float)
     comp = (rng.random((7, 50)) < 0.6).astype(float)
     families = ["a", "b", "b", "c", "d", "e", "e"]
-    got = eiv_bootstrap(raw, comp, families, draws=30, seed=4, headroom=True)
+    got = eiv_bootstrap(
+        raw, comp, families, draws=30, seed=4, headroom=True, level=0.95
+    )
     replay = np.random.default_rng(4)
     codes, n_families = family_codes(families)
     picks = replay.integers(0, n_families, size=(30, n_families))
@@ -143,6 +161,6 @@ def test_headroom_bootstrap_equals_plain_loop():
                 headroom=True,
             ).r_clipped
         )
-    want = percentile_interval(np.array(values))
+    want = percentile_interval(np.array(values), level=0.95)
     assert got.interval.low == pytest.approx(want.low, abs=1e-10)
     assert got.interval.high == pytest.approx(want.high, abs=1e-10)

@@ -16,12 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from analysis.panel import (
-    declared_panels,
-    list_panels,
-    read_panel,
-    read_selection_outcomes,
-)
+from analysis.panel import declared_panels, list_panels, read_panel
+from analysis.selection_outcomes import read_selection_outcomes
 from warehouse.errors import WarehouseError
 
 NAN = float("nan")

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.audit import AuditSettings, replay_audit_file
+from analysis.ragscale_columnar import columnar_panel as _columnar_panel
 from analysis.ragscale_files import (
-    _columnar_panel,
     panel_from_ragscale,
     read_panel_csv,
     read_ragscale_file,
@@ -92,7 +92,7 @@ def test_replay_audit_reports_ragscale_fields_plus_ours(panel_csv, tmp_path):
     ):  # fmt: skip
         assert key in document, key
     assert document["outcome"] == "observed-panel-audited"
-    flips = split_replay(raw, comp, splits=200, seed=3)
+    flips = split_replay(raw, comp, splits=200, seed=3, gap=0.05, level=0.95)
     assert document["median_excess_flips"] == flips.median_excess
     assert document["panel"]["eiv"]["draws"] == 100
     assert (tmp_path / "out" / "report.html").read_text().count("base64,") == 4

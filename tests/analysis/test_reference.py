@@ -688,7 +688,7 @@ def test_endpoint_bootstrap_keeps_a_draw_exactly_at_the_gap(families):
     comp = np.array([[0, 1, 1, 1], [0, 1, 0, 1], [1, 1, 1, 1], [0, 0, 1, 1]], float)
     labels = ["f0", "f1", "f0", "f2"]
     fam = labels if families else None
-    got = retention_bootstrap(raw, comp, fam, gap=0.25, draws=400, seed=5)
+    got = retention_bootstrap(raw, comp, fam, gap=0.25, draws=400, seed=5, level=0.95)
     want = ref.retention_bootstrap(raw, comp, fam, gap=0.25, draws=400, seed=5)
     rng = np.random.default_rng(5)
     if families:

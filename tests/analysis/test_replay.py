@@ -22,7 +22,15 @@ def panel20():
 
 
 def flips_of(raw, comp, families, readers, **options):
-    return split_audit(raw, comp, families, readers, parts=frozenset(), **options)
+    settings = {
+        "gap": 0.05,
+        "retention_threshold": 0.75,
+        "excess_threshold": 0.05,
+        "level": 0.95,
+    }
+    return split_audit(
+        raw, comp, families, readers, parts=frozenset(), **{**settings, **options}
+    )
 
 
 @pytest.mark.parametrize("tie_rule", ["strict", "exclude", "raw-adverse"])
@@ -68,7 +76,18 @@ def test_both_half_reversals_equal_plain_loop(panel20):
 def test_continuous_scores_equal_plain_loop():
     raw, comp, readers, families = continuous_panel(m=12, n=201, seed=5)
     want = loops.flips_loop(raw, comp, splits=120, seed=9)
-    got = split_audit(raw, comp, families, readers, splits=120, seed=9)
+    got = split_audit(
+        raw,
+        comp,
+        families,
+        readers,
+        splits=120,
+        seed=9,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+    )
     assert (got.flips.median_raw_rate, got.flips.median_excess) == (
         want["raw"],
         want["excess"],
@@ -82,15 +101,50 @@ def test_continuous_scores_equal_plain_loop():
 
 def test_split_replay_is_the_split_pass(panel20):
     raw, comp, readers, families = panel20
-    a = split_replay(raw, comp, splits=80, seed=1)
-    b = split_audit(raw, comp, families, readers, splits=80, seed=1).flips
+    a = split_replay(raw, comp, splits=80, seed=1, gap=0.05, level=0.95)
+    b = split_audit(
+        raw,
+        comp,
+        families,
+        readers,
+        splits=80,
+        seed=1,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+    ).flips
     assert a.to_dict() == b.to_dict()
 
 
 def test_batch_size_does_not_change_results(panel20):
     raw, comp, readers, families = panel20
-    a = split_audit(raw, comp, families, readers, splits=100, seed=1, batch=7)
-    b = split_audit(raw, comp, families, readers, splits=100, seed=1, batch=100)
+    a = split_audit(
+        raw,
+        comp,
+        families,
+        readers,
+        splits=100,
+        seed=1,
+        batch=7,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+    )
+    b = split_audit(
+        raw,
+        comp,
+        families,
+        readers,
+        splits=100,
+        seed=1,
+        batch=100,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+    )
     assert a.to_dict() == b.to_dict()
 
 
@@ -98,7 +152,7 @@ def test_ties_are_not_reversals():
     raw = np.array([[1, 1, 0, 0, 1, 0, 1, 0], [1, 1, 0, 0, 1, 0, 1, 0]], float)
     raw[1, 0] = 0.0  # reader 0 leads by 1 item
     comp = raw.copy()
-    got = split_replay(raw, comp, splits=200, seed=2, gap=0.0)
+    got = split_replay(raw, comp, splits=200, seed=2, gap=0.0, level=0.95)
     want = loops.flips_loop(raw, comp, splits=200, seed=2, gap=0.0)
     assert got.median_compressed_rate == want["comp"]
     assert got.scoring_half_compressed_ties == want["ties"][1] > 0
@@ -106,7 +160,18 @@ def test_ties_are_not_reversals():
 
 def test_mcnemar_resolution_equals_binomtest_loop():
     raw, comp, readers, families = binary_panel(m=7, n=120, seed=4)
-    got = split_audit(raw, comp, families, readers, splits=12, seed=8).mcnemar
+    got = split_audit(
+        raw,
+        comp,
+        families,
+        readers,
+        splits=12,
+        seed=8,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+    ).mcnemar
     counts, same, opposite = loops.mcnemar_loop(raw, comp, splits=12, seed=8)
     assert got.splits_used == len(same)
     assert got.median_raw_significant_pairs == np.median(counts)
@@ -119,7 +184,18 @@ def test_mcnemar_resolution_equals_binomtest_loop():
 def test_mcnemar_with_no_usable_split_is_null():
     raw, comp, readers, families = binary_panel(m=5, n=60, seed=3)
     raw, comp = np.tile(raw[:1], (5, 1)), np.tile(comp[:1], (5, 1))  # identical readers
-    got = split_audit(raw, comp, families, readers, splits=20, seed=1).mcnemar.to_dict()
+    got = split_audit(
+        raw,
+        comp,
+        families,
+        readers,
+        splits=20,
+        seed=1,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+    ).mcnemar.to_dict()
     assert got["splits_used"] == 0
     assert got["median_raw_significant_pairs"] is None
     assert got["median_raw_significant_pairs_reason"]
@@ -163,7 +239,18 @@ def test_disjoint_row_correlation_of_identical_readers_is_null():
     one, one_comp, *_ = binary_panel(m=3, n=90, seed=1)
     raw, comp = np.tile(one[0], (20, 1)), np.tile(one_comp[0], (20, 1))
     readers = tuple(f"r{k:02d}" for k in range(20))
-    got = split_audit(raw, comp, readers, readers, splits=100, seed=3)
+    got = split_audit(
+        raw,
+        comp,
+        readers,
+        readers,
+        splits=100,
+        seed=3,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+    )
     assert got.disjoint_correlation.splits_used == 0
     assert got.disjoint_correlation.to_dict()["median"] is None
     assert got.disjoint_correlation.to_dict()["median_reason"]
@@ -172,7 +259,16 @@ def test_disjoint_row_correlation_of_identical_readers_is_null():
 def test_crossfit_resolution_equals_loop_and_counts_exclusions():
     raw, comp, readers, families = binary_panel(m=7, n=120, seed=4)
     got = split_audit(
-        raw, comp, families, readers, splits=40, seed=8
+        raw,
+        comp,
+        families,
+        readers,
+        splits=40,
+        seed=8,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
     ).crossfit_resolution
     medians, counts = loops.crossfit_loop(raw, comp, splits=40, seed=8)
     assert counts["zero"] > 0  # this panel has pairs tied on a scoring half
@@ -188,7 +284,16 @@ def test_crossfit_resolution_equals_loop_and_counts_exclusions():
 def test_crossfit_on_continuous_scores_equals_loop():
     raw, comp, readers, families = continuous_panel(m=8, n=101, seed=2)
     got = split_audit(
-        raw, comp, families, readers, splits=30, seed=1
+        raw,
+        comp,
+        families,
+        readers,
+        splits=30,
+        seed=1,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
     ).crossfit_resolution
     medians, counts = loops.crossfit_loop(raw, comp, splits=30, seed=1)
     assert got.median == pytest.approx(np.median(medians), rel=1e-10)
@@ -197,7 +302,18 @@ def test_crossfit_on_continuous_scores_equals_loop():
 
 def test_three_reader_screen_equals_loop(panel20):
     raw, comp, readers, families = panel20
-    got = split_audit(raw, comp, families, readers, splits=50, seed=1).screen
+    got = split_audit(
+        raw,
+        comp,
+        families,
+        readers,
+        splits=50,
+        seed=1,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+    ).screen
     rows = loops.screen_loop(raw, comp, families, splits=50, seed=1)
     screen = np.array([r[0] for r in rows])
     full = np.array([r[1] for r in rows])
@@ -218,7 +334,7 @@ def test_three_reader_screen_equals_loop(panel20):
 def test_full_sample_counts_by_hand():
     raw = np.array([[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 0, 0]], float)
     comp = np.array([[1, 0, 0, 0], [1, 1, 1, 0], [1, 1, 0, 0]], float)
-    got = split_replay(raw, comp, splits=10, seed=0)
+    got = split_replay(raw, comp, splits=10, seed=0, gap=0.05, level=0.95)
     # raw means .75, .25, .5: pairs (0,1), (0,2), (1,2) all >= 5pp apart
     assert got.full_sample_eligible_pairs == 3
     # compressed means .25, .75, .5: every pair reverses
@@ -231,17 +347,37 @@ def test_split_replay_passes_every_option_and_its_defaults(panel20):
     raw, comp, readers, families = panel20
     raw, comp, readers, families = raw[:8], comp[:8], readers[:8], families[:8]
     options = dict(gap=0.1, splits=12, seed=5, tie_rule="exclude", mcnemar_filter=True)
-    got = split_replay(raw, comp, batch=5, **options).to_dict()
-    want = split_audit(raw, comp, families, readers, **options).flips.to_dict()
+    got = split_replay(raw, comp, batch=5, level=0.95, **options).to_dict()
+    want = split_audit(
+        raw,
+        comp,
+        families,
+        readers,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+        **options,
+    ).flips.to_dict()
     assert got == want
     assert (got["gap"], got["tie_rule"], got["mcnemar_filter"]) == (
         0.1,
         "exclude",
         True,
     )
-    default = split_replay(raw, comp, splits=12).to_dict()
+    default = split_replay(
+        raw, comp, splits=12, gap=0.05, seed=20260821, level=0.95
+    ).to_dict()
     want = split_audit(
-        raw, comp, families, readers, splits=12, seed=20260821, gap=0.05
+        raw,
+        comp,
+        families,
+        readers,
+        splits=12,
+        seed=20260821,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
     ).flips.to_dict()
     assert default == want
     assert (default["seed"], default["gap"], default["tie_rule"]) == (

@@ -198,7 +198,9 @@ def test_selection_sections_are_titled_by_metric():
     for metric in ("exact_match", "token_f1", "judge_match", "exact_match"):
         scores = {m: rng.integers(0, 2, (30, 2)) for m in ("full", "top-k")}
         reader = "r2" if len(results) == 3 else "r1"
-        result = selection_accuracy(scores, baseline="full", draws=20, seed=1)
+        result = selection_accuracy(
+            scores, baseline="full", draws=20, seed=1, level=0.95
+        )
         results.append(replace(result, label=f"selection:ds:{metric}:{reader}"))
     text = markdown_report({}, [], selections=results)
     headings = [line for line in text.splitlines() if line.startswith("## Context")]

@@ -14,7 +14,11 @@ DENSE = np.array([[1, 1, 1], [1, 0, 0], [0, 0, 1]], float)
 
 def test_seed_average_per_question_first_and_range():
     got = selection_accuracy(
-        {"bm25@512": BM25, "dense@512": DENSE}, baseline="bm25@512", draws=5, seed=5768
+        {"bm25@512": BM25, "dense@512": DENSE},
+        baseline="bm25@512",
+        draws=5,
+        seed=5768,
+        level=0.95,
     )
     bm25, dense = got.methods
     # per question: bm25 (2/3, 0, 1) -> 5/9; dense (1, 1/3, 1/3) -> 5/9
@@ -27,7 +31,11 @@ def test_seed_average_per_question_first_and_range():
 
 def test_five_draw_bootstrap_equals_hand_computation():
     got = selection_accuracy(
-        {"bm25@512": BM25, "dense@512": DENSE}, baseline="bm25@512", draws=5, seed=5768
+        {"bm25@512": BM25, "dense@512": DENSE},
+        baseline="bm25@512",
+        draws=5,
+        seed=5768,
+        level=0.95,
     )
     idx = np.random.default_rng(5768).integers(
         0, 3, size=(5, 3)
@@ -53,11 +61,11 @@ def test_five_draw_bootstrap_equals_hand_computation():
 def test_stratified_and_clustered_run():
     strata = ["qa1", "qa1", "qa2"]
     got = selection_accuracy(
-        {"a": BM25, "b": DENSE}, baseline="a", draws=50, strata=strata
+        {"a": BM25, "b": DENSE}, baseline="a", draws=50, strata=strata, level=0.95
     )
     assert got.resampling == "stratified"
     got = selection_accuracy(
-        {"a": BM25, "b": DENSE}, baseline="a", draws=50, clusters=[0, 0, 1]
+        {"a": BM25, "b": DENSE}, baseline="a", draws=50, clusters=[0, 0, 1], level=0.95
     )
     assert got.resampling == "clustered"
     assert "NaN" not in str(got.to_dict())
@@ -65,13 +73,13 @@ def test_stratified_and_clustered_run():
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="baseline"):
-        selection_accuracy({"a": BM25}, baseline="z")
+        selection_accuracy({"a": BM25}, baseline="z", level=0.95)
     with pytest.raises(ValueError, match="same questions"):
-        selection_accuracy({"a": BM25, "b": DENSE[:2]})
+        selection_accuracy({"a": BM25, "b": DENSE[:2]}, level=0.95)
 
 
 def test_marts_rows_become_question_by_seed_matrices():
-    from analysis.panel import _selection_arrays
+    from analysis.selection_outcomes import _selection_arrays
 
     table = {
         "item_id": ["q1", "q1", "q2", "q2", "q1", "q1", "q2", "q2", "q3"],
@@ -101,5 +109,5 @@ def test_marts_rows_become_question_by_seed_matrices():
     assert got.raw_methods == ("full@0",)
     assert got.scores["bm25@512"].tolist() == [[1.0, 0.0], [1.0, 1.0]]
     assert got.groups["question_type"] == ("a", "b")
-    result = selection_accuracy(got.scores, baseline="full@0", draws=20)
+    result = selection_accuracy(got.scores, baseline="full@0", draws=20, level=0.95)
     assert result.methods[0].accuracy == pytest.approx(0.75)

@@ -82,7 +82,7 @@ def _check(method, means, draw_means, level_q=(2.5, 97.5)):
 
 
 def test_defaults_are_2000_plain_draws_from_seed_5768_and_no_baseline():
-    got = selection_accuracy({"a": A, "b": B})
+    got = selection_accuracy({"a": A, "b": B}, level=0.95)
     assert (got.draws, got.seed, got.resampling, got.baseline) == (
         2000,
         5768,
@@ -103,7 +103,9 @@ def test_defaults_are_2000_plain_draws_from_seed_5768_and_no_baseline():
 
 
 def test_differences_share_the_draws_and_the_baseline_has_none():
-    got = selection_accuracy({"a": A, "b": B, "c": C}, baseline="b", draws=40, seed=9)
+    got = selection_accuracy(
+        {"a": A, "b": B, "c": C}, baseline="b", draws=40, seed=9, level=0.95
+    )
     assert got.baseline == "b" and got.draws == 40 and got.seed == 9
     rows = _plain_draws(9, 6, 40)
     means = {k: _question_means(m) for k, m in zip("abc", (A, B, C), strict=True)}
@@ -143,7 +145,7 @@ def test_level_sets_the_percentiles():
 
 def test_stratified_draws_resample_within_each_stratum():
     got = selection_accuracy(
-        {"a": A, "b": B}, baseline="a", draws=30, seed=11, strata=STRATA
+        {"a": A, "b": B}, baseline="a", draws=30, seed=11, strata=STRATA, level=0.95
     )
     assert got.resampling == "stratified"
     rows = _stratified_draws(11, STRATA, 30)
@@ -156,7 +158,7 @@ def test_stratified_draws_resample_within_each_stratum():
 
 def test_clustered_draws_keep_clusters_whole():
     got = selection_accuracy(
-        {"a": A, "b": B}, baseline="a", draws=30, seed=12, clusters=CLUSTERS
+        {"a": A, "b": B}, baseline="a", draws=30, seed=12, clusters=CLUSTERS, level=0.95
     )
     assert got.resampling == "clustered"
     ma, mb = _question_means(A), _question_means(B)
@@ -172,25 +174,29 @@ def test_clustered_draws_keep_clusters_whole():
 
 
 def test_a_generator_seed_is_not_reported():
-    got = selection_accuracy({"a": A}, draws=5, seed=np.random.default_rng(1))
+    got = selection_accuracy(
+        {"a": A}, draws=5, seed=np.random.default_rng(1), level=0.95
+    )
     assert got.seed is None
 
 
 def test_refusals_name_the_problem():
     with pytest.raises(ValueError, match=r"^`scores` is empty$"):
-        selection_accuracy({})
+        selection_accuracy({}, level=0.95)
     with pytest.raises(
         ValueError, match=r"^every method in `scores` needs the same questions$"
     ):
-        selection_accuracy({"a": A, "b": B[:5]})
+        selection_accuracy({"a": A, "b": B[:5]}, level=0.95)
     with pytest.raises(ValueError, match=r"^`baseline` 'z' is not one of the methods$"):
-        selection_accuracy({"a": A}, baseline="z")
+        selection_accuracy({"a": A}, baseline="z", level=0.95)
     with pytest.raises(ValueError, match=r"^pass `strata` or `clusters`, not both$"):
         question_weights(6, strata=STRATA, clusters=CLUSTERS)
 
 
 def test_stat_rows_name_accuracy_and_difference():
-    got = selection_accuracy({"a": A, "b": B}, baseline="a", draws=20, seed=3)
+    got = selection_accuracy(
+        {"a": A, "b": B}, baseline="a", draws=20, seed=3, level=0.95
+    )
     rows = got.stat_rows()
     assert [r.statistic for r in rows] == [
         "selection_accuracy[a]",

@@ -185,8 +185,32 @@ def _continuous(seed, m=6, n=41):
 
 def test_batch_size_does_not_change_continuous_results():
     raw, comp, families, readers = _continuous(3)
-    a = split_audit(raw, comp, families, readers, splits=90, seed=5, batch=7)
-    b = split_audit(raw, comp, families, readers, splits=90, seed=5, batch=1000)
+    a = split_audit(
+        raw,
+        comp,
+        families,
+        readers,
+        splits=90,
+        seed=5,
+        batch=7,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+    )
+    b = split_audit(
+        raw,
+        comp,
+        families,
+        readers,
+        splits=90,
+        seed=5,
+        batch=1000,
+        gap=0.05,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+    )
     assert a.to_dict() == b.to_dict()
 
 
@@ -231,4 +255,15 @@ def test_packed_and_continuous_routes_agree_on_binary_scores(monkeypatch, n):
 def test_split_pass_needs_a_split():
     raw = np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0]])
     with pytest.raises(ValueError, match="`splits` must be at least 1"):
-        split_audit(raw, raw, ["a", "b"], ["x", "y"], splits=0)
+        split_audit(
+            raw,
+            raw,
+            ["a", "b"],
+            ["x", "y"],
+            splits=0,
+            gap=0.05,
+            seed=20260821,
+            retention_threshold=0.75,
+            excess_threshold=0.05,
+            level=0.95,
+        )

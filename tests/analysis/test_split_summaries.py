@@ -97,7 +97,16 @@ def test_screen_flags_inadmissible_endpoints_and_undefined_triplets():
 
     raw, comp, families, readers = _close_readers()
     options = {"gap": 0.05, "splits": 300, "seed": 5}
-    got = split_audit(raw, comp, families, readers, **options).screen.to_dict()
+    got = split_audit(
+        raw,
+        comp,
+        families,
+        readers,
+        retention_threshold=0.75,
+        excess_threshold=0.05,
+        level=0.95,
+        **options,
+    ).screen.to_dict()
     want = ref.split_summary(
         raw, comp, families, readers, retention_threshold=0.75, excess_threshold=0.05,
         **options,

@@ -104,7 +104,11 @@ def test_a_selection_audit_row_records_its_input_fingerprint_and_settings():
     bm25 = np.array([[1, 1, 0], [0, 0, 0], [1, 1, 1]], float)
     dense = np.array([[1, 1, 1], [1, 0, 0], [0, 0, 1]], float)
     result = selection_accuracy(
-        {"bm25@512": bm25, "dense@512": dense}, baseline="bm25@512", draws=5, seed=9
+        {"bm25@512": bm25, "dense@512": dense},
+        baseline="bm25@512",
+        draws=5,
+        seed=9,
+        level=0.95,
     )
     rows = store.build_rows([], selections=[("sel:ds:em:r", "sha256:abc", result)])
     (audit,) = rows.audits

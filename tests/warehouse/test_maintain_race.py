@@ -17,8 +17,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import warehouse
 from tests.warehouse.lake_support import REPO, cli_env, ragledger
+from tests.warehouse.test_lake_postgres import postgres  # noqa: F401 (the fixture)
 from warehouse.connections import transaction
 
 #: maintain, stopped after it connected until the test says go (a file appears)
@@ -111,3 +114,55 @@ def test_maintain_never_deletes_a_file_of_a_job_that_began_after_it_connected(
     finally:
         con.close()
     assert listed_now and all(Path(path).exists() for path in listed_now)
+
+
+@pytest.mark.slow
+def test_on_a_postgres_catalog_maintain_runs_beside_the_job_and_keeps_its_files(
+    postgres,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    """A PostgreSQL catalog has no machine lock (writers may be elsewhere):
+    maintain runs to its end while the job's files are uncommitted, deletes
+    none of them (orphans must be a day old there), and the job then commits
+    every row."""
+    from benchmarks.bench_pg_writers import create_database
+
+    catalog = create_database(postgres, "maintain_race")
+    env = cli_env(RAGLEDGER_CATALOG=catalog)
+    monkeypatch.setenv("RAGLEDGER_CATALOG", catalog)
+    db = tmp_path / "w.duckdb"
+    ragledger(db, "init", env=env)
+    files = db.with_suffix(".lake") / "files"
+    listed = set(files.rglob("*.parquet"))
+    connected, go = tmp_path / "connected", tmp_path / "go"
+    maintain = subprocess.Popen(
+        [sys.executable, "-c", GATED_MAINTAIN, str(db), str(connected), str(go)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(connected, maintain)
+        con = warehouse.connect(db)
+        with transaction(con):
+            con.execute(
+                "create table raw.job_output as select range as x, "
+                "repeat('y', 50) as pad from range(200000)"
+            )
+            written = set(files.rglob("*.parquet")) - listed
+            assert written, "the job wrote no data file before its commit"
+            go.touch()
+            out, err = maintain.communicate(timeout=300)  # ends: no lock to wait for
+            assert maintain.returncode == 0, err
+            assert out.split()[-1] == "0"
+            assert all(path.exists() for path in written)
+        count = con.execute("select count(*), sum(x) from raw.job_output").fetchone()
+        con.close()
+    finally:
+        if maintain.poll() is None:
+            maintain.kill()
+            maintain.wait()
+    assert count == (200000, sum(range(200000)))

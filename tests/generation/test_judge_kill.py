@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -131,9 +132,12 @@ def _cli(db: Path, config: Path, concurrency: int) -> subprocess.Popen:
         "--concurrency", str(concurrency), "--max-attempts", "1",
         "--rate-limit-retries", "0", "--backoff", "0", "--batch-calls", "3",
     ]  # fmt: skip
+    # the snapshot file is not the subject: no publish after each run
+    env = {**os.environ, "RAGLEDGER_PUBLISH": "0"}
     return subprocess.Popen(
-        command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
 
 
 def _stored(db: Path) -> tuple[list[tuple], list[tuple], list[tuple]]:

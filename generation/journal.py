@@ -30,7 +30,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,6 +252,29 @@ def recover(root: Path, write: Callable[[list[dict[str, Any]]], Any]) -> int:
         write(orphans.records)
         orphans.remove()
     return len(orphans.records)
+
+
+def unstored(con: Any, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records none of whose attempts (``record["attempts"]`` rows: call id
+    first, attempt number third, as in ``raw.generation_attempts``) is in the
+    lake yet: a kill between a batch's commit and its journal's deletion leaves
+    records already committed, and those are not written twice."""
+    call_ids = sorted({row[0] for record in records for row in record["attempts"]})
+    if not call_ids:
+        return list(records)
+    stored = {
+        (call_id, int(number))
+        for call_id, number in con.execute(
+            "select call_id, attempt from raw.generation_attempts "
+            "where call_id in (select unnest(?::varchar[]))",
+            [call_ids],
+        ).fetchall()
+    }
+    return [
+        record
+        for record in records
+        if not any((row[0], int(row[2])) in stored for row in record["attempts"])
+    ]
 
 
 def _age(folder: Path) -> float:

@@ -60,7 +60,13 @@ from generation.backends.retry import (
     RetryPolicy,
     call_with_retries,
 )
-from generation.journal import Journal, batch_settings, journal_root, recover
+from generation.journal import (
+    Journal,
+    batch_settings,
+    journal_root,
+    recover,
+    unstored,
+)
 from generation.prompts import PromptTemplate
 from generation.readers import JudgeSpec
 from generation.runner import ATTEMPT_COLUMNS, SCORE_COLUMNS, attempt_row
@@ -551,22 +557,7 @@ def commit_verdicts(
     (warehouse/raw_tables.py), inside the caller's transaction. A record whose
     attempts are already stored (committed before a kill hit the journal's
     deletion) is skipped. Returns the records written."""
-    call_ids = sorted({row[0] for record in records for row in record["attempts"]})
-    stored = set()
-    if call_ids:
-        stored = {
-            (call_id, int(number))
-            for call_id, number in con.execute(
-                "select call_id, attempt from raw.generation_attempts "
-                "where call_id in (select unnest(?::varchar[]))",
-                [call_ids],
-            ).fetchall()
-        }
-    fresh = [
-        record
-        for record in records
-        if not any((row[0], int(row[2])) in stored for row in record["attempts"])
-    ]
+    fresh = unstored(con, records)
     if not fresh:
         return 0
     attempt_rows = [

@@ -268,7 +268,7 @@ def run(
     sys.path.insert(0, str(REPO))
     from benchmarks.matrix_file import write_matrix
 
-    items = min(limit or 100, 100)
+    keys = _evidence_keys(catalog, data_path, limit)
     figures = Figures({}, {})
     files = []
     for k in range(MACHINES):
@@ -276,7 +276,7 @@ def run(
         figures.rows_expected[f"w{k}"] = write_matrix(
             path, seed=100 + k, scale=scale / MACHINES
         )
-        figures.calls_expected[f"echo-{k}"] = items * 2 * seeds
+        figures.calls_expected[f"echo-{k}"] = keys * seeds
         files.append(path)
     server = subprocess.Popen(
         [sys.executable, "-m", "generation.server", "--model", "echo"],
@@ -354,6 +354,26 @@ def _outside(catalog: str, data_path: Path):
         f"ATTACH 'ducklake:{catalog}' AS lake (DATA_PATH '{data_path}/', READ_ONLY)"
     )
     return con
+
+
+def _evidence_keys(catalog: str, data_path: Path, limit: int | None) -> int:
+    """(item, policy) pairs of the dataset's first ``limit`` items whose artifact
+    text is stored: the answers one reader gives per seed (an artifact without
+    text is refused; the bundled example has two under its raw policy; its two
+    policies are the replay's raw and summary evidence). Read by
+    the outside client from what the ingest stored, not from the replay."""
+    con = _outside(catalog, data_path)
+    try:
+        return con.execute(
+            "select count(*) from lake.raw.artifact_compilations c "
+            "join lake.raw.artifacts a using (artifact_hash) "
+            "where c.dataset_id = ? and a.text is not null "  # both its policies
+            "and c.item_id in (select item_id from lake.raw.items where "
+            "dataset_id = ? order by item_id limit ?)",
+            [DATASET, DATASET, limit or 1_000_000],
+        ).fetchone()[0]
+    finally:
+        con.close()
 
 
 def _snapshots(catalog: str, data_path: Path) -> int:

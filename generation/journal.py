@@ -8,6 +8,11 @@ loses no answer that had arrived: the next replay of the lake (or the same
 run's next batch commit) writes the journal's records into the lake in one
 transaction, then deletes them.
 
+Two kinds of run keep a journal, each under its own folder so that a run only
+ever claims records of its own kind: a replay's answers under ``journals/``
+(committed by :mod:`generation.runner`) and a judge's verdicts under
+``judge-journals/`` (committed by :mod:`generation.judges`).
+
 Layout: ``<run_id>/lock`` is held (``flock``) by the live process for the
 whole run; ``<run_id>/NNNNNN.jsonl`` are its segments, one per batch. A
 journal whose lock can be taken belongs to a dead process: it is an orphan,
@@ -25,7 +30,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +39,8 @@ from typing import IO, Any
 from warehouse.errors import WarehouseError
 
 JOURNALS = "journals"
+#: the folder under ``<lake>/tmp`` of each kind of journal
+KINDS = {"replay": JOURNALS, "judge": "judge-journals"}
 
 #: answers per lake commit, and seconds between commits (whichever comes first)
 BATCH_CALLS_ENV = "RAGLEDGER_BATCH_CALLS"
@@ -65,9 +72,9 @@ def batch_settings(
     return calls, seconds
 
 
-def journal_root(tmp_dir: Path) -> Path:
-    """``<lake>/tmp/journals``."""
-    return Path(tmp_dir) / JOURNALS
+def journal_root(tmp_dir: Path, kind: str = "replay") -> Path:
+    """``<lake>/tmp/journals`` (a replay's) or ``<lake>/tmp/judge-journals``."""
+    return Path(tmp_dir) / KINDS[kind]
 
 
 class Journal:
@@ -124,6 +131,17 @@ class Journal:
         _fsync_dir(self.folder)
         closed = sorted(p for p in self.folder.glob("*.jsonl") if p != current)
         return closed, [record for path in closed for record in read_segment(path)]
+
+    def commit(self, write: Callable[[list[dict[str, Any]]], Any]) -> int:
+        """Close the current segment and hand every closed segment's records to
+        ``write`` (which commits them to the lake in one transaction), then delete
+        those segments. A failing ``write`` leaves them for the next try. Returns
+        the records handed over."""
+        segments, records = self.rotate()
+        write(records)
+        for segment in segments:
+            segment.unlink()
+        return len(records)
 
     def remove(self) -> None:
         """Delete the journal (every record committed) and release its lock."""
@@ -222,6 +240,41 @@ def claim_orphans(root: Path) -> Iterator[Orphans]:
         yield orphans
     finally:
         orphans.release()
+
+
+def recover(root: Path, write: Callable[[list[dict[str, Any]]], Any]) -> int:
+    """Commit the journals of dead runs under ``root`` with ``write`` (one lake
+    transaction), then delete them; nothing to claim, nothing written. Returns
+    the records handed over."""
+    with claim_orphans(root) as orphans:
+        if not orphans.folders:
+            return 0
+        write(orphans.records)
+        orphans.remove()
+    return len(orphans.records)
+
+
+def unstored(con: Any, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records none of whose attempts (``record["attempts"]`` rows: call id
+    first, attempt number third, as in ``raw.generation_attempts``) is in the
+    lake yet: a kill between a batch's commit and its journal's deletion leaves
+    records already committed, and those are not written twice."""
+    call_ids = sorted({row[0] for record in records for row in record["attempts"]})
+    if not call_ids:
+        return list(records)
+    stored = {
+        (call_id, int(number))
+        for call_id, number in con.execute(
+            "select call_id, attempt from raw.generation_attempts "
+            "where call_id in (select unnest(?::varchar[]))",
+            [call_ids],
+        ).fetchall()
+    }
+    return [
+        record
+        for record in records
+        if not any((row[0], int(row[2])) in stored for row in record["attempts"])
+    ]
 
 
 def _age(folder: Path) -> float:

@@ -158,9 +158,13 @@ def migrate_single_file(
     """Copy every raw and analysis table of a 0.1 warehouse file into a new lake.
 
     Returns ``(table, rows, content sha256)`` per table, checked equal between
-    the old file and the lake. OLD is only read. The lake must not exist yet; it
-    is built under a hidden name beside its place and renamed there once every
-    table is checked, so a failed or killed migrate leaves no lake behind.
+    the old file and the lake. OLD is only read. The lake is built under a hidden
+    name beside its place and renamed there once every table is checked, so a
+    failed or killed migrate leaves no lake behind (a killed one leaves its
+    hidden folder, which the next migrate removes). A lake already at the target
+    is checked, not written: if it holds exactly OLD's tables (an earlier migrate
+    of the same file, maybe killed before it published its snapshot file), the
+    rerun succeeds; otherwise it is refused.
     """
     old = Path(old).absolute()
     location = resolve(target if target is not None else migration_target(old))
@@ -171,28 +175,68 @@ def migrate_single_file(
                 f"never touches {old.name}: point --db at a new name, or leave it "
                 f"out (the lake goes to {migration_target(old)})"
             )
+    done = location.root.is_dir() and location.exists()  # checked, not written
     for taken in (location.root, location.snapshot_file):
-        if taken.exists():
+        if taken.exists() and not done:
             raise WarehouseError(
-                f"{taken} already exists (an earlier migrate?); use --db "
-                f"{location.snapshot_file}, or point --db at a new location"
+                f"{taken} already exists (not a lake); point --db at a new location"
             )
     remove_dead_partials(location.root)
-    staging = Path(tempfile.mkdtemp(prefix="ragledger-migrate-"))
+    # OLD's tables are staged beside the target under a name the next migrate
+    # removes once this process is gone (a kill leaves nothing for good)
+    location.root.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(
+        tempfile.mkdtemp(
+            prefix=f".{location.root.name}.{os.getpid()}.partial-staging-",
+            dir=location.root.parent,
+        )
+    )
     building = _building_location(location)
     try:
         _export_old(old, staging)
         files = sorted(staging.glob("*.parquet"))
         if not files:
             raise WarehouseError(f"{old}: no raw or analysis tables found")
+        if done:
+            report = _check_migrated(old, files, location)
+            COMMITTED.add(location)  # its snapshot file is published if stale
+            return report
         report = _copy_into_lake(old, files, building)
         if building != location:
             _move_lake(building, location)
     except BaseException:
-        shutil.rmtree(building.root, ignore_errors=True)  # it did not exist before
+        if not done:
+            shutil.rmtree(building.root, ignore_errors=True)  # not there before
         raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+def _check_migrated(
+    old: Path, files: list[Path], location: Location
+) -> list[tuple[str, int, str]]:
+    """The report of a lake that already holds exactly OLD's tables, or one line
+    saying it is another warehouse."""
+    con = connect(location, read_only=True)
+    try:
+        report = []
+        for file in files:
+            schema, name = file.stem.split(".", 1)
+            if name == "schema_migrations":
+                continue
+            source, columns = _columns(con, old, file, schema, name)
+            before = _content(con, source, columns)
+            after = _content(con, f'{schema}."{name}"', columns)
+            if before != after:
+                raise WarehouseError(
+                    f"{location.root} already exists and is not a migrate of "
+                    f"{old.name} ({schema}.{name}: {after[0]} rows, {old.name} has "
+                    f"{before[0]}); point --db at a new location"
+                )
+            report.append((f"{schema}.{name}", *after))
+    finally:
+        con.close()
     return report
 
 
@@ -247,9 +291,11 @@ def _copy_into_lake(
     return report
 
 
-def _copy_table(
+def _columns(
     con: duckdb.DuckDBPyConnection, old: Path, file: Path, schema: str, name: str
-) -> tuple[str, int, str]:
+) -> tuple[str, list[str]]:
+    """``(source relation, columns)``: OLD's exported table and the columns it
+    shares with the lake's table of that name."""
     source = f"read_parquet('{_sql(str(file))}')"
     wanted = [
         column
@@ -267,7 +313,13 @@ def _copy_table(
     }
     if not present:
         raise WarehouseError(f"{old}: unknown table {schema}.{name}")
-    columns = [c for c in wanted if c in present]
+    return source, [c for c in wanted if c in present]
+
+
+def _copy_table(
+    con: duckdb.DuckDBPyConnection, old: Path, file: Path, schema: str, name: str
+) -> tuple[str, int, str]:
+    source, columns = _columns(con, old, file, schema, name)
     names = ", ".join(f'"{c}"' for c in columns)
     con.execute(f'insert into {schema}."{name}" ({names}) select {names} from {source}')
     before = _content(con, source, columns)

@@ -252,9 +252,17 @@ def test_migrate_refuses_an_existing_lake_and_sql_names_migrate(tmp_path):
     assert len(refused.stderr.strip().splitlines()) == 1
     new = tmp_path / "new.duckdb"
     ragledger(new, "migrate", str(old))
-    again = ragledger(new, "migrate", str(old), check=False)
-    assert again.returncode != 0 and "already exists" in again.stderr
-    assert len(again.stderr.strip().splitlines()) == 1
+    # the same file again (a rerun, e.g. after a kill): checked equal, nothing written
+    again = ragledger(new, "migrate", str(old))
+    assert "raw.matrix_rows" in again.stdout
+    # another file onto that lake: refused
+    con = duckdb.connect(str(old))
+    con.execute("delete from raw.policies where rowid = 0")
+    con.close()
+    other = ragledger(new, "migrate", str(old), check=False)
+    assert other.returncode != 0 and "already exists" in other.stderr
+    assert "raw.policies" in other.stderr
+    assert len(other.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("table", ["raw.matrix_rows", "analysis.audits"])

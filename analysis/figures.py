@@ -183,3 +183,13 @@ def rescue_damage_chart(audit: PanelAudit) -> bytes:
         frameon=False,
     )
     return _png(fig)
+
+
+def panel_figures(audit: PanelAudit) -> list[tuple[str, str, bytes | None]]:
+    """(file slug, alt text, PNG bytes or None) for one panel's four figures."""
+    return [
+        ("readers", "raw vs compressed score per reader", reader_scatter(audit)),
+        ("endpoint", "endpoint upgrade raw vs compressed", endpoint_upgrade(audit)),
+        ("excess", "excess flips per split", excess_distribution(audit)),
+        ("rescue-damage", "rescue and damage per reader", rescue_damage_chart(audit)),
+    ]

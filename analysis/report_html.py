@@ -28,7 +28,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;ma
 p,li,dd,h1,h2,h3{overflow-wrap:anywhere}img{max-width:100%;height:auto}
 .scroll{overflow-x:auto;max-width:100%;margin:0.6em 0 1.2em}.scroll table{margin:0}
 a.term{color:inherit;text-decoration:underline dotted}dt{font-weight:600;margin-top:0.5em}dd{margin-left:1.2em}
-table{border-collapse:collapse;margin:0.6em 0 1.2em}td,th{border:1px solid #ccc;padding:4px 8px;font-size:0.9em;vertical-align:top}
+table{border-collapse:collapse;margin:0.6em 0 1.2em}td,th{border:1px solid #ccc;padding:4px 8px;font-size:0.9em;vertical-align:top;min-width:5em}td:last-child{min-width:14em}
 th{background:#f3f3f3;text-align:left}code{background:#f5f5f5;padding:0 3px}.figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}
 .figs img{display:block;flex:0 1 auto;min-width:0;max-width:min(100%,520px);height:auto;border:1px solid #ddd}
 .warn{background:#fff6e0;border-left:4px solid #e0a000;padding:0.4em 0.8em}

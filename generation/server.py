@@ -161,18 +161,27 @@ class ChatServer:
     def start(self) -> ChatServer:
         """Serve from a background thread (returns once the server accepts)."""
         ready = threading.Event()
+        failed: list[BaseException] = []
         self._loop = asyncio.new_event_loop()
 
         def serve() -> None:
             asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(self._serve())
-            ready.set()
+            try:
+                self._loop.run_until_complete(self._serve())
+            except BaseException as error:  # noqa: BLE001 (raised by start)
+                failed.append(error)
+                return
+            finally:
+                ready.set()
             self._loop.run_forever()
             self._loop.close()
 
         self._thread = threading.Thread(target=serve, daemon=True)
         self._thread.start()
         ready.wait()
+        if failed:
+            self._runner = None
+            raise failed[0]
         return self
 
     async def _serve(self) -> None:

@@ -89,7 +89,12 @@ def _img(data: bytes | None, alt: str) -> str:
 
 
 def _link_terms(body: str) -> str:
-    """Link the first use of each glossary term (in text, never inside a tag) to its entry."""
+    """Link the first use of each glossary term (in text, never inside a tag) to its entry.
+
+    Kept by hand: the first use is across the whole page, which markdown-it renders one
+    section at a time (the figures sit between sections), and neither markdown-it-py nor
+    mdit-py-plugins links glossary terms.
+    """
     for key, markers, _, _ in GLOSSARY:
         for marker in markers:
             found = re.search(

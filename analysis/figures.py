@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import io
+import textwrap
 
 import numpy as np
 
 from analysis.formatting import fixed, signed
 from analysis.panel_audit import PanelAudit
 
-#: Smallest font (points). Figures are 100 dpi and shown at most 520 CSS px wide, about 0.87 of
-#: their 600 px: 10 pt = 13.9 px drawn, at least 12 px displayed.
+#: Every figure is FIGURE_WIDTH inches wide at DPI (600 px). A text's displayed size is its
+#: points / 72 * (displayed width / FIGURE_WIDTH): on a 400 px phone report.html shows a figure
+#: 366 px wide (body padding and border), so 10 pt is 12.7 px there; at 520 px (the widest
+#: report.html shows one) it is 18 px. Every text is SMALL_FONT or larger.
+FIGURE_WIDTH = 4.0
+DPI = 150
 SMALL_FONT = 10
+#: Characters per line of a wrapped title or axis label at SMALL_FONT (about 5.6 pt a character).
+WRAP = 48
 
 
-def _subplots(figsize: tuple[float, float]):  # noqa: ANN202
+def _subplots(height: float):  # noqa: ANN202
     """A Figure on the Agg canvas without importing pyplot (no GUI, no global state).
 
     Constrained layout fits labels, titles and legends inside the frame (one extra draw).
@@ -22,23 +29,31 @@ def _subplots(figsize: tuple[float, float]):  # noqa: ANN202
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=figsize, layout="constrained")
+    fig = Figure(figsize=(FIGURE_WIDTH, height), layout="constrained")
+    fig.set_dpi(DPI)
     FigureCanvasAgg(fig)
-    return fig, fig.subplots()
+    ax = fig.subplots()
+    ax.tick_params(labelsize=SMALL_FONT)
+    return fig, ax
+
+
+def _wrap(text: str, width: int = WRAP) -> str:
+    """Each line of ``text`` wrapped at ``width`` characters (breaking after hyphens too)."""
+    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
 
 
 def _png(fig) -> bytes:  # noqa: ANN001
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
     return buffer.getvalue()
 
 
-def reader_scatter(audit: PanelAudit) -> bytes:
+def reader_scatter_figure(audit: PanelAudit):  # noqa: ANN201
     """Raw vs compressed mean per reader: diagonal, least-squares line, rings on the raw endpoints."""
     raw = np.array([r["raw_mean"] for r in audit.readers])
     comp = np.array([r["compressed_mean"] for r in audit.readers])
     names = [r["reader"] for r in audit.readers]
-    fig, ax = _subplots(figsize=(5.6, 5.0))
+    fig, ax = _subplots(4.4)
     low = float(min(raw.min(), comp.min(), 1.0)) - 0.05
     high = float(max(raw.max(), comp.max(), 0.0)) + 0.05
     ax.plot(
@@ -90,14 +105,14 @@ def reader_scatter(audit: PanelAudit) -> bytes:
     ax.set_xlabel("raw mean score")
     ax.set_ylabel("compressed mean score")
     ax.set_title("Readers: raw vs compressed")
-    ax.legend(loc="upper left", fontsize=SMALL_FONT)
-    return _png(fig)
+    fig.legend(loc="outside lower center", ncols=2, fontsize=SMALL_FONT, frameon=False)
+    return fig
 
 
-def endpoint_upgrade(audit: PanelAudit) -> bytes:
+def endpoint_upgrade_figure(audit: PanelAudit):  # noqa: ANN201
     """The endpoint pair's raw and compressed upgrade, with the family-by-row interval."""
     e = audit.endpoint
-    fig, ax = _subplots(figsize=(5.6, 4.0))
+    fig, ax = _subplots(3.2)
     values = [e.raw_span * 100, e.compressed_span * 100]
     ax.bar(["raw", "compressed"], values, color=["#7f7f7f", "#1f77b4"])
     ax.axhline(0, color="black", linewidth=0.8)
@@ -120,21 +135,23 @@ def endpoint_upgrade(audit: PanelAudit) -> bytes:
     if interval.defined:
         text += f" [{fixed(interval.low * 100)}%, {fixed(interval.high * 100)}%] family-by-row"
     ax.set_title(
-        f"Endpoint upgrade {e.weak.split('/')[-1]} -> {e.strong.split('/')[-1]}\n{text}",
+        _wrap(
+            f"Endpoint upgrade {e.weak.split('/')[-1]} -> {e.strong.split('/')[-1]}\n{text}"
+        ),
         fontsize=SMALL_FONT,
     )
     ax.margins(y=0.15)  # room for the value labels inside the frame
     ax.set_ylabel("upgrade (pp)")
-    return _png(fig)
+    return fig
 
 
-def excess_distribution(audit: PanelAudit) -> bytes | None:
+def excess_distribution_figure(audit: PanelAudit):  # noqa: ANN201
     """Per-split excess flips against zero (median and 2.5/97.5 percentiles marked)."""
     flips = audit.split.flips
     values = flips.excess_by_split
     if values is None or values.size == 0:
         return None
-    fig, ax = _subplots(figsize=(5.6, 3.8))
+    fig, ax = _subplots(3.2)
     ax.hist(values * 100, bins=40, color="#1f77b4", alpha=0.8)
     ax.axvline(0, color="black", linewidth=1.2, label="zero")
     ax.axvline(
@@ -146,17 +163,17 @@ def excess_distribution(audit: PanelAudit) -> bytes | None:
     if flips.excess_interval.defined:
         for end in (flips.excess_interval.low, flips.excess_interval.high):
             ax.axvline(end * 100, color="#d62728", linestyle=":", linewidth=1)
-    ax.set_xlabel("excess flips per split (compressed - raw reversal rate, pp)")
+    ax.set_xlabel(_wrap("excess flips per split (compressed - raw reversal rate, pp)"))
     ax.set_ylabel("splits")
-    ax.set_title(f"Excess flips over {flips.splits_used} splits", fontsize=11)
+    ax.set_title(f"Excess flips over {flips.splits_used} splits", fontsize=12)
     ax.legend(fontsize=SMALL_FONT)
-    return _png(fig)
+    return fig
 
 
-def rescue_damage_chart(audit: PanelAudit) -> bytes:
+def rescue_damage_figure(audit: PanelAudit):  # noqa: ANN201
     """Rescue and damage per reader (shares for 0/1 scores, pp changes otherwise)."""
     t = audit.transitions
-    names = [r["reader"].split("/")[-1] for r in t.per_reader]
+    names = [_wrap(r["reader"].split("/")[-1], 18) for r in t.per_reader]
     if t.binary:
         up = [r["rescue_share"] * 100 for r in t.per_reader]
         down = [(r["damage_share"] or 0) * 100 for r in t.per_reader]
@@ -166,8 +183,7 @@ def rescue_damage_chart(audit: PanelAudit) -> bytes:
         down = [r["mean_negative_change_pp"] for r in t.per_reader]
         labels = ("mean positive change (pp)", "mean negative change (pp)")
     y = np.arange(len(names))
-    height = 0.4 * len(names) + 2.2
-    fig, ax = _subplots(figsize=(6.0, height))
+    fig, ax = _subplots(0.45 * len(names) + 2.0)
     ax.barh(y - 0.2, up, height=0.4, color="#2ca02c", label=labels[0])
     ax.barh(y + 0.2, down, height=0.4, color="#d62728", label=labels[1])
     ax.set_yticks(y, names, fontsize=SMALL_FONT)
@@ -179,7 +195,38 @@ def rescue_damage_chart(audit: PanelAudit) -> bytes:
         bbox_to_anchor=(0.5, 1.0),
         ncol=1,
         title="Rescue and damage per reader",
-        title_fontsize=11,
+        title_fontsize=12,
         frameon=False,
     )
-    return _png(fig)
+    return fig
+
+
+def reader_scatter(audit: PanelAudit) -> bytes:
+    """Raw vs compressed mean per reader (PNG)."""
+    return _png(reader_scatter_figure(audit))
+
+
+def endpoint_upgrade(audit: PanelAudit) -> bytes:
+    """The endpoint pair's raw and compressed upgrade (PNG)."""
+    return _png(endpoint_upgrade_figure(audit))
+
+
+def excess_distribution(audit: PanelAudit) -> bytes | None:
+    """Per-split excess flips (PNG), None when the audit ran no splits."""
+    fig = excess_distribution_figure(audit)
+    return None if fig is None else _png(fig)
+
+
+def rescue_damage_chart(audit: PanelAudit) -> bytes:
+    """Rescue and damage per reader (PNG)."""
+    return _png(rescue_damage_figure(audit))
+
+
+def panel_figures(audit: PanelAudit) -> list[tuple[str, str, bytes | None]]:
+    """(file slug, alt text, PNG bytes or None) for one panel's four figures."""
+    return [
+        ("readers", "raw vs compressed score per reader", reader_scatter(audit)),
+        ("endpoint", "endpoint upgrade raw vs compressed", endpoint_upgrade(audit)),
+        ("excess", "excess flips per split", excess_distribution(audit)),
+        ("rescue-damage", "rescue and damage per reader", rescue_damage_chart(audit)),
+    ]

@@ -7,22 +7,33 @@ scripted faults (``error``, ``empty``, ``429``) consumed one per request, a
 fixed sleep per call, and a log of every request received.
 
 Run it: ``python -m generation.server --model smollm2-135m-instruct --port 8011``.
+
+HTTP is aiohttp's (``aiohttp.web`` on its own event loop in a background thread).
+Each request's work (:meth:`ChatServer.handle`: a model call, a scripted sleep, a
+held request) runs in a daemon thread of its own, as the blocking backends need:
+an executor's pool would cap the requests in flight (the concurrency tests run
+more than its default size) and its threads would keep a process with a held
+request from exiting.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from aiohttp import web
 
 from generation.backends import Backend, BackendError, CallParameters, ChatResponse
 
@@ -128,13 +139,15 @@ class ChatServer:
         self._admitted = 0
         self._released = threading.Event()
         self.add_faults(faults)
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._httpd.daemon_threads = True
+        # bound now, so ``url`` names the port (an ephemeral one for port 0) before start
+        self._socket = socket.create_server((host, port))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
+        host, port = self._socket.getsockname()[:2]
         return f"http://{host}:{port}/v1"
 
     def add_faults(self, faults: Iterable[str]) -> None:
@@ -146,15 +159,45 @@ class ChatServer:
             self._faults.extend(faults)
 
     def start(self) -> ChatServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        """Serve from a background thread (returns once the server accepts)."""
+        ready = threading.Event()
+        failed: list[BaseException] = []
+        self._loop = asyncio.new_event_loop()
+
+        def serve() -> None:
+            asyncio.set_event_loop(self._loop)
+            try:
+                self._loop.run_until_complete(self._serve())
+            except BaseException as error:  # noqa: BLE001 (raised by start)
+                failed.append(error)
+                return
+            finally:
+                ready.set()
+            self._loop.run_forever()
+            self._loop.close()
+
+        self._thread = threading.Thread(target=serve, daemon=True)
         self._thread.start()
+        ready.wait()
+        if failed:
+            self._runner = None
+            raise failed[0]
         return self
 
+    async def _serve(self) -> None:
+        # held requests are not waited for at stop (they answer after release)
+        self._runner = web.AppRunner(_app(self), shutdown_timeout=0.5)
+        await self._runner.setup()
+        await web.SockSite(self._runner, self._socket).start()
+
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        if self._loop is not None and self._runner is not None:
+            done = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)
+            done.result(timeout=10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self._socket.close()
 
     def __enter__(self) -> ChatServer:
         return self.start()
@@ -348,75 +391,82 @@ def _error(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": kind}}
 
 
-def _handler_for(server: ChatServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def _json(status: int, payload: dict[str, Any], retry_after_s: float) -> web.Response:
+    headers = {"Retry-After": f"{retry_after_s:g}"} if status == 429 else None
+    return web.Response(
+        status=status,
+        body=json.dumps(payload).encode("utf-8"),
+        content_type="application/json",
+        headers=headers,
+    )
 
-        def log_message(self, format: str, *args: Any) -> None:  # quiet
-            return None
 
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if status == 429:
-                self.send_header("Retry-After", f"{server.retry_after_s:g}")
-            self.end_headers()
-            self.wfile.write(data)
+async def _in_thread(work: Callable[[], Any]) -> Any:
+    """``work()`` in a daemon thread of its own (see the module docstring)."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
 
-        def _stream(self, events: list[str]) -> None:
-            """Send server-sent events with chunked transfer encoding."""
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for event in events:
-                data = event.encode("utf-8")
-                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
+    def deliver(setter: Callable[[Any], None], value: Any) -> None:
+        if not future.done():  # cancelled when the server stopped meanwhile
+            setter(value)
 
-        def do_GET(self) -> None:  # noqa: N802
-            if self.path.rstrip("/") in ("/v1/models", "/models"):
-                names = (
-                    server.model_names
-                    if server.backends is not None
-                    else [served_name(server.backend)]
-                )
-                data = [{"id": name, "object": "model"} for name in names]
-                self._send(200, {"object": "list", "data": data})
-            else:
-                self._send(404, _error("not found", "not_found"))
+    def run() -> None:
+        try:
+            outcome = (future.set_result, work())
+        except BaseException as error:  # noqa: BLE001 (handed to the awaiting handler)
+            outcome = (future.set_exception, error)
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+            loop.call_soon_threadsafe(deliver, *outcome)
 
-        def do_POST(self) -> None:  # noqa: N802
-            length = int(self.headers.get("Content-Length") or 0)
-            try:
-                body = json.loads(self.rfile.read(length) or b"{}")
-            except json.JSONDecodeError:
-                self._send(400, _error("body is not JSON", "invalid_request"))
-                return
-            if self.path.rstrip("/") not in (
-                "/v1/chat/completions",
-                "/chat/completions",
-            ):
-                self._send(404, _error("not found", "not_found"))
-                return
-            if not isinstance(body, dict):
-                self._send(400, _error("body must be a JSON object", "invalid_request"))
-                return
-            status, payload = server.handle(body)
-            if status == 200 and body.get("stream"):
-                options = body.get("stream_options") or {}
-                include_usage = isinstance(options, dict) and bool(
-                    options.get("include_usage")
-                )
-                self._stream(stream_chunks(payload, include_usage=include_usage))
-            else:
-                self._send(status, payload)
+    threading.Thread(target=run, daemon=True).start()
+    return await future
 
-    return Handler
+
+def _app(server: ChatServer) -> web.Application:
+    """The routes: ``GET /v1/models``, ``POST /v1/chat/completions`` (also without
+    ``/v1`` and with a trailing slash); anything else is a JSON 404."""
+
+    async def models(request: web.Request) -> web.Response:
+        names = (
+            server.model_names
+            if server.backends is not None
+            else [served_name(server.backend)]
+        )
+        data = [{"id": name, "object": "model"} for name in names]
+        return _json(200, {"object": "list", "data": data}, server.retry_after_s)
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        try:
+            body = json.loads(await request.read() or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _json(400, _error("body is not JSON", "invalid_request"), 0)
+        if not isinstance(body, dict):
+            return _json(
+                400, _error("body must be a JSON object", "invalid_request"), 0
+            )
+        status, payload = await _in_thread(lambda: server.handle(body))
+        if status != 200 or not body.get("stream"):
+            return _json(status, payload, server.retry_after_s)
+        options = body.get("stream_options") or {}
+        include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+        response = web.StreamResponse(headers={"Cache-Control": "no-cache"})
+        response.content_type = "text/event-stream"
+        await response.prepare(request)  # chunked: no Content-Length
+        for event in stream_chunks(payload, include_usage=include_usage):
+            await response.write(event.encode("utf-8"))
+        await response.write_eof()
+        return response
+
+    async def not_found(request: web.Request) -> web.Response:
+        return _json(404, _error("not found", "not_found"), 0)
+
+    app = web.Application()
+    for prefix in ("/v1", ""):
+        for tail in ("", "/"):
+            app.router.add_get(f"{prefix}/models{tail}", models)
+            app.router.add_post(f"{prefix}/chat/completions{tail}", chat)
+    app.router.add_route("*", "/{tail:.*}", not_found)
+    return app
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -443,13 +493,14 @@ def main(argv: list[str] | None = None) -> None:
             local.check()
             backends[name] = local
     server = ChatServer(backends, host=args.host, port=args.port, sleep_s=args.sleep)
+    server.start()
     print(server.url, flush=True)  # noqa: T201 (the one line a caller reads)
     try:
-        server._httpd.serve_forever()
+        threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:
-        server._httpd.server_close()
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -36,6 +36,9 @@ class Plugin(BasePlugin):
 
     def initialize(self, plugin_config: dict[str, Any]) -> None:
         self.database = str(plugin_config.get("db") or "").strip() or None
+        # ``docs_names`` (profiles.yml) is not read here: it is in the profile so
+        # that dbt's partial parse of `docs generate` (marts named lake.marts.*,
+        # macros/generate_database_name.sql) and of a build are told apart.
 
     def configure_connection(self, conn: Any) -> None:
         location = resolve(self.database)

@@ -15,6 +15,7 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 
 from generation.backends import BackendError, CallParameters, ChatResponse  # noqa: E402
+from generation.backends.retry import retry_after_header  # noqa: E402
 from warehouse.errors import WarehouseError  # noqa: E402
 from warehouse.redaction import redact_secrets  # noqa: E402
 
@@ -80,7 +81,10 @@ class LitellmBackend:
             response = litellm.completion(**request)
         except litellm.RateLimitError as error:
             raise BackendError(
-                _short(error, key), rate_limited=True, status_code=429
+                _short(error, key),
+                rate_limited=True,
+                status_code=429,
+                retry_after_s=retry_after_header(error),
             ) from None
         except Exception as error:  # litellm maps provider errors to many types
             status = getattr(error, "status_code", None)
@@ -88,6 +92,7 @@ class LitellmBackend:
                 _short(error, key),
                 rate_limited=status == 429,
                 status_code=status if isinstance(status, int) else None,
+                retry_after_s=retry_after_header(error),  # a 503 may carry one too
             ) from None  # the chained error holds the request (and its key)
         return _to_response(response)
 

@@ -16,6 +16,9 @@ shared by a job's calls, every attempt waits for a slot: the limit halves on a
 throttled attempt (once per window of attempts started before the last cut),
 grows by one after ``limit`` unthrottled attempts in a row, up to the job's
 ``--concurrency`` (AIMD), and a Retry-After pauses every new attempt that long.
+
+tenacity (``Retrying``) runs the attempts and the sleeps; the budgets per kind
+(:class:`_Tally`) and the AIMD limit are ours (tenacity has no concurrency limit).
 """
 
 from __future__ import annotations
@@ -25,6 +28,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+)
 
 from generation.backends import Backend, BackendError, CallParameters, ChatResponse
 
@@ -109,11 +119,16 @@ def is_throttle(error: BackendError) -> bool:
 
 def retry_after(error: BackendError) -> float | None:
     """The server's Retry-After in seconds: the backend's, else the header of
-    the HTTP response behind the error (seconds; an HTTP date is ignored)."""
+    the HTTP response behind the error."""
     if error.retry_after_s is not None:
         return error.retry_after_s
-    cause: BaseException | None = error.__cause__
-    response = getattr(cause, "response", None)
+    return retry_after_header(error.__cause__)
+
+
+def retry_after_header(error: BaseException | None) -> float | None:
+    """The ``Retry-After`` header (seconds; an HTTP date is ignored) of the HTTP
+    response an exception carries (``error.response.headers``), else None."""
+    response = getattr(error, "response", None)
     headers = getattr(response, "headers", None)
     value = headers.get("retry-after") if headers is not None else None
     try:
@@ -154,6 +169,61 @@ class CallOutcome:
         return self.attempts[-1].error if self.status == "error" else None
 
 
+class _Failed(Exception):
+    """An attempt that failed (throttled, an endpoint error, or a crash); tenacity retries it."""
+
+    def __init__(self, kind: str, retry_after_s: float | None = None) -> None:
+        super().__init__(kind)
+        self.kind = kind  # throttle, error, crash
+        self.retry_after_s = retry_after_s
+
+
+class _Tally:
+    """Attempts so far by budget: throttles and failures (errors, crashes, empties).
+
+    Kept by hand: tenacity's stops and waits count every attempt, while the policy
+    gives 429s their own budget and backoff (a throttle must not use up the failure
+    budget). With ``stop_after_attempt`` and ``wait_exponential`` the test of this
+    policy (two 429s, an error, an empty reply) sleeps 1, 2, 4, 8 s, not 1, 2, 1 s
+    (measured), and one stop cannot give 429s a budget of their own.
+    """
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self.policy = policy
+        self.throttles = 0
+        self.failures = 0
+
+    @staticmethod
+    def _failure(state: RetryCallState) -> _Failed | None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        return error if isinstance(error, _Failed) else None
+
+    def count(self, state: RetryCallState) -> None:
+        """tenacity's ``after``: tally the attempt that just failed."""
+        failed = self._failure(state)
+        if failed is not None and failed.kind == "throttle":
+            self.throttles += 1
+        else:
+            self.failures += 1  # an error, a crash or an empty reply
+
+    def spent(self, state: RetryCallState) -> bool:
+        """tenacity's ``stop``: the budget of the last attempt's kind is used up."""
+        failed = self._failure(state)
+        if failed is not None and failed.kind == "throttle":
+            return self.throttles > self.policy.rate_limit_retries
+        return self.failures >= self.policy.max_attempts
+
+    def backoff(self, state: RetryCallState) -> float:
+        """tenacity's ``wait``: exponential in the kind's own count; a crash or an
+        empty reply retries at once."""
+        failed = self._failure(state)
+        if failed is None or failed.kind == "crash":
+            return 0.0
+        if failed.kind == "throttle":
+            return self.policy.delay(self.throttles - 1, failed.retry_after_s)
+        return self.policy.delay(self.failures - 1)
+
+
 def call_with_retries(
     backend: Backend,
     messages: list[dict[str, str]],
@@ -164,54 +234,61 @@ def call_with_retries(
     limit: AdaptiveLimit | None = None,
 ) -> CallOutcome:
     """Call ``backend`` until a visible answer or the bounds run out (each
-    attempt inside a slot of ``limit`` when given)."""
-    policy = policy or DEFAULT_RETRY
+    attempt inside a slot of ``limit`` when given). tenacity runs the loop and
+    the sleeps; every attempt is recorded."""
+    tally = _Tally(policy or DEFAULT_RETRY)
     attempts: list[Attempt] = []
-    failures = 0
-    rate_limits = 0
-    while True:
-        ticket = limit.acquire() if limit is not None else 0
-        started = datetime.now(UTC).replace(tzinfo=None)
-        clock = time.perf_counter()
-        try:
-            response = backend.complete(messages, params)
-        except BackendError as error:
-            latency = (time.perf_counter() - clock) * 1000
-            throttled = is_throttle(error)
-            wait_s = retry_after(error) if throttled else None
-            if limit is not None:
-                limit.release(ticket, throttled, wait_s)
-            status = "rate_limited" if throttled else "error"
-            attempts.append(
-                Attempt(status, started, latency, None, str(error), error.status_code)
-            )
-            if throttled and rate_limits < policy.rate_limit_retries:
-                sleep(policy.delay(rate_limits, wait_s))
-                rate_limits += 1
-                continue
-            failures += 1
-            if not throttled and failures < policy.max_attempts:
-                sleep(policy.delay(failures - 1))
-                continue
-            return CallOutcome("error", tuple(attempts))
-        except Exception as error:  # a backend bug or a local model failure
-            if limit is not None:
-                limit.release(ticket, False)
-            latency = (time.perf_counter() - clock) * 1000
-            message = f"{type(error).__name__}: {error}"[:500]
-            attempts.append(Attempt("error", started, latency, None, message))
-            failures += 1
-            if failures < policy.max_attempts:
-                continue
-            return CallOutcome("error", tuple(attempts))
+    retrying = Retrying(
+        retry=retry_if_exception_type(_Failed)
+        | retry_if_result(lambda response: not response.text.strip()),
+        after=tally.count,
+        stop=tally.spent,
+        wait=tally.backoff,
+        sleep=lambda seconds: sleep(seconds) if seconds > 0 else None,
+        retry_error_callback=lambda state: None,  # the outcome is in ``attempts``
+    )
+    retrying(_attempt, backend, messages, params, limit, attempts)
+    last = attempts[-1].status
+    status = last if last in ("ok", "empty") else "error"
+    return CallOutcome(status, tuple(attempts))
+
+
+def _attempt(
+    backend: Backend,
+    messages: list[dict[str, str]],
+    params: CallParameters,
+    limit: AdaptiveLimit | None,
+    attempts: list[Attempt],
+) -> ChatResponse:
+    """One request inside a slot of ``limit``, recorded in ``attempts``."""
+    ticket = limit.acquire() if limit is not None else 0
+    started = datetime.now(UTC).replace(tzinfo=None)
+    clock = time.perf_counter()
+    try:
+        response = backend.complete(messages, params)
+    except BackendError as error:
         latency = (time.perf_counter() - clock) * 1000
+        throttled = is_throttle(error)
+        wait_s = retry_after(error) if throttled else None
+        if limit is not None:
+            limit.release(ticket, throttled, wait_s)
+        status = "rate_limited" if throttled else "error"
+        attempts.append(
+            Attempt(status, started, latency, None, str(error), error.status_code)
+        )
+        raise _Failed("throttle" if throttled else "error", wait_s) from None
+    except Exception as error:  # a backend bug or a local model failure
         if limit is not None:
             limit.release(ticket, False)
-        if response.text.strip():
-            attempts.append(Attempt("ok", started, latency, response))
-            return CallOutcome("ok", tuple(attempts))
+        latency = (time.perf_counter() - clock) * 1000
+        message = f"{type(error).__name__}: {error}"[:500]
+        attempts.append(Attempt("error", started, latency, None, message))
+        raise _Failed("crash") from None
+    latency = (time.perf_counter() - clock) * 1000
+    if limit is not None:
+        limit.release(ticket, False)
+    if response.text.strip():
+        attempts.append(Attempt("ok", started, latency, response))
+    else:
         attempts.append(Attempt("empty", started, latency, response, "empty reply"))
-        failures += 1
-        if failures < policy.max_attempts:
-            continue
-        return CallOutcome("empty", tuple(attempts))
+    return response

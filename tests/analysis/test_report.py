@@ -242,3 +242,43 @@ def test_report_md_links_the_figure_files_report_html_embeds(tmp_path):
     assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == sorted(
         p.rsplit("/", 1)[1] for p in linked
     )  # the earlier audit's figure is gone
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no headless chromium here")
+def test_at_400px_the_page_never_scrolls_sideways_only_the_table_boxes_do(
+    html, tmp_path
+):
+    # headless Chromium lays a window out at 500 px at least: the report goes in a 400 px
+    # iframe (a phone's width), read from the outer page (file URLs share an origin here)
+    (tmp_path / "report.html").write_text(html, encoding="utf-8")
+    probe = (
+        "<iframe id='f' src='report.html' style='width:400px;height:3000px;border:0'>"
+        "</iframe><pre id='probe'></pre><script>f.onload=()=>{const w=f.contentWindow,"
+        "d=w.document,all=s=>[...d.querySelectorAll(s)];probe.textContent=[w.innerWidth,"
+        "d.documentElement.scrollWidth,Math.max(...all('.scroll').map(b=>"
+        "b.getBoundingClientRect().right)),Math.max(...all('.scroll').map(b=>"
+        "b.scrollWidth-b.clientWidth)),Math.max(...all('.figs img').map(i=>"
+        "i.getBoundingClientRect().right))].join(' ')}</script>"
+    )
+    page = tmp_path / "phone.html"
+    page.write_text(probe, encoding="utf-8")
+    done = subprocess.run(
+        [
+            CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+            "--allow-file-access-from-files", "--window-size=500,800",
+            "--virtual-time-budget=5000", "--dump-dom", page.as_uri(),
+        ],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    found = re.search(r'<pre id="probe">([^<]+)</pre>', done.stdout)
+    assert found, done.stdout[-500:]
+    inner, page_width, box_right, box_overflow, img_right = (
+        float(x) for x in found.group(1).split()
+    )
+    assert inner == 400
+    assert page_width <= inner  # nothing widens the page (a table box scrolls instead)
+    assert box_right <= inner and img_right <= inner
+    assert (
+        box_overflow > 0
+    )  # the statistics table is wider than a phone: its box scrolls

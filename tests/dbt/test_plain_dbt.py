@@ -85,3 +85,40 @@ def test_partial_parsing_survives_a_new_snapshot(lake):
     log = (logs / "dbt.log").read_text(encoding="utf-8")
     assert "Unable to do partial parsing" not in log
     assert "Partial parsing enabled" in log
+
+
+def test_docs_name_the_relations_users_query_and_builds_keep_the_scratch(lake):
+    """`dbt docs generate` shows the marts as lake.marts.<name> (where `ragledger build`
+    publishes them), sources as lake.raw / lake.analysis; the next command's parse
+    builds in the scratch database again (its partial parse is not the docs')."""
+    import json
+
+    target = lake.parent / "docs"
+    common = ["--vars", f"{{db: '{lake}'}}", "--target-path", str(target),
+              "--log-path", str(target)]  # fmt: skip
+    result = plain_dbt("docs", "generate", *common)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+    models = [n for n in manifest["nodes"].values() if n["resource_type"] == "model"]
+    marts = [n for n in models if n["fqn"][1] == "marts"]
+    assert len(marts) >= 13
+    for node in marts:
+        assert node["relation_name"] == f'"lake"."marts"."{node["alias"]}"', node
+    for node in models:
+        if (
+            node["fqn"][1] != "marts"
+        ):  # staging and intermediate live in the scratch only
+            assert node["relation_name"].startswith('"dbt".'), node["relation_name"]
+    assert {s["database"] for s in manifest["sources"].values()} == {"lake"}
+    catalog = json.loads((target / "catalog.json").read_text(encoding="utf-8"))
+    assert {s["metadata"]["database"] for s in catalog["sources"].values()} == {"lake"}
+    assert "dbt.marts" not in json.dumps(catalog)
+
+    result = plain_dbt("parse", *common)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+    assert {
+        n["database"]
+        for n in manifest["nodes"].values()
+        if n["resource_type"] == "model"
+    } == {"dbt"}

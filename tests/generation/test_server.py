@@ -222,3 +222,26 @@ def test_litellm_streams_the_real_model_answer(smollm2_server):
     pieces = [chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices]
     assert len([p for p in pieces if p]) > 1  # it really arrived in pieces
     assert "".join(pieces) == whole and whole.strip()
+
+
+def test_the_command_line_entry_point_serves_until_interrupted():
+    """``python -m generation.server --model echo``: prints its URL, answers, stops on SIGINT."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "generation.server", "--model", "echo"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ,
+    )  # fmt: skip
+    try:
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1"), url
+        status, payload = _post(url, BODY)
+        assert status == 200
+        assert payload["choices"][0]["message"]["content"] == "Paris"
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+    assert process.returncode == 0, process.stderr.read()[-500:]

@@ -261,11 +261,12 @@ def rerank_child(spec: dict) -> dict:
     con = warehouse.connect(spec["store"])
     selector = DenseRerankSelector(dtype=spec["dtype"])
     selector.use_embedding_store(EmbeddingStore(con))
-    embedding = 0.0
+    embedding, counts = 0.0, selector.embeddings.counts()
     if count_tokens(document) > spec["budget"]:  # else: whole text, no model
         embedding = time.process_time()
         selector.chunk_vectors(selector.chunker.chunk(encode_text(document)))
         embedding = time.process_time() - embedding
+        counts = selector.embeddings.counts()  # the select reads them from memory
     selection = selector.select(QUESTION, document, spec["budget"])
     con.begin()
     selector.embeddings.write_pending()
@@ -284,7 +285,7 @@ def rerank_child(spec: dict) -> dict:
         "chunks": selection.metadata.get("n_chunks", 0),
         "reranked": reranked if reranked else 0,
         "depth": candidate_depth(spec["budget"]),
-        **selector.embeddings.counts(),
+        **counts,
         "needle_kept": NEEDLE in selection.text,
         "text_sha256": sha256_text(selection.text),
     }

@@ -10,6 +10,7 @@ offline, so its packing runs on a stand-in with Provence's published
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -64,15 +65,23 @@ def test_embedder_id_hashes_every_file_of_the_folder_including_subfolders(tmp_pa
     assert second_id.split("@")[1] != embedder_id(str(first)).split("@")[1]
 
 
+@functools.cache
+def _minilm():
+    """all-MiniLM-L6-v2 through transformers alone (tokenizer, model)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    folder = default_embedder_path()
+    return AutoTokenizer.from_pretrained(folder), AutoModel.from_pretrained(
+        folder
+    ).eval()
+
+
 def _mean_pooled(texts: list[str]) -> np.ndarray:
     """all-MiniLM-L6-v2 by hand: transformers forward, mask-weighted mean of the
     last hidden state (256 word pieces at most, the model card's cap), L2 norm."""
     import torch
-    from transformers import AutoModel, AutoTokenizer
 
-    folder = default_embedder_path()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModel.from_pretrained(folder).eval()
+    tokenizer, model = _minilm()
     batch = tokenizer(
         texts, padding=True, truncation=True, max_length=256, return_tensors="pt"
     )

@@ -19,21 +19,35 @@ vocabulary, with one needle sentence at 60% depth), then measures
   embeds the haystack, the others read raw.embeddings). Rerun: dense@v2 with
   ``packing=concat`` (a new policy over the same chunks) at the same budgets,
   target 0 chunks embedded. Seconds and chunks embedded / reused per compile;
-  model load and the model fingerprint are timed apart.
+  model load and the model fingerprint are timed apart;
+* dense_rerank (all-MiniLM-L6-v2 candidates, SmolLM2-135M-Instruct reranker) of
+  one ``--rerank-tokens`` (128,000) document at each of ``--rerank-budgets``
+  (32000,64000,128000), each selection in a fresh child process (so its CPU time
+  and peak RSS are its own: imports, model loads, chunk embeddings, reranking),
+  twice per budget: first time (an empty embedding store, a fresh warehouse file)
+  and from the store (the same file, now holding the chunk vectors). Per run: CPU
+  seconds (all threads), wall seconds, max RSS, chunks embedded / reused, chunks
+  reranked, and whether both runs selected the identical text (determinism).
+  The document is made before the clock starts. ``--rerank-dtype`` picks the
+  reranker's weights (bfloat16, the default, or float32).
 
 Usage::
 
     python -m benchmarks selection [--tokens 256000] [--budget 128000]
         [--haystack-tokens 128000] [--questions 10] [--dense-budgets 16000,32000,64000]
-        [--skip-dense] [--skip-lexical]
+        [--rerank-tokens 128000] [--rerank-budgets 32000,64000,128000]
+        [--rerank-dtype bfloat16] [--skip-dense] [--skip-lexical] [--skip-rerank]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -42,6 +56,8 @@ from pathlib import Path
 import numpy as np
 
 from generation.tokens import count_tokens, decode, encode, encode_text
+
+REPO = Path(__file__).resolve().parents[1]
 
 NEEDLE = "Mira placed the red key in the kitchen drawer."
 QUESTION = "Where did Mira place the red key?"
@@ -233,6 +249,120 @@ def dense_store(n_tokens: int, questions: int, budgets: list[int]) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def rerank_child(spec: dict) -> dict:
+    """One dense_rerank selection in this (fresh) process; the figures as a dict."""
+    import warehouse
+    from generation.embeddings import EmbeddingStore
+    from generation.selectors.dense_rerank import DenseRerankSelector, candidate_depth
+    from warehouse.hashing import sha256_text
+
+    document = make_document(spec["tokens"])
+    cpu, wall = time.process_time(), time.perf_counter()
+    con = warehouse.connect(spec["store"])
+    selector = DenseRerankSelector(dtype=spec["dtype"])
+    selector.use_embedding_store(EmbeddingStore(con))
+    embedding, counts = 0.0, selector.embeddings.counts()
+    if count_tokens(document) > spec["budget"]:  # else: whole text, no model
+        embedding = time.process_time()
+        selector.chunk_vectors(selector.chunker.chunk(encode_text(document)))
+        embedding = time.process_time() - embedding
+        counts = selector.embeddings.counts()  # the select reads them from memory
+    selection = selector.select(QUESTION, document, spec["budget"])
+    con.begin()
+    selector.embeddings.write_pending()
+    con.commit()
+    selector.embeddings.committed()
+    con.close()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    reranked = selection.metadata.get("n_ranked", 0)
+    return {
+        "cpu_s": cpu,
+        "embedding_cpu_s": embedding,
+        "wall_s": wall,
+        "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "source_tokens": selection.source_tokens,
+        "selected_tokens": selection.selected_tokens,
+        "chunks": selection.metadata.get("n_chunks", 0),
+        "reranked": reranked if reranked else 0,
+        "depth": candidate_depth(spec["budget"]),
+        **counts,
+        "needle_kept": NEEDLE in selection.text,
+        "text_sha256": sha256_text(selection.text),
+    }
+
+
+def _run_child(spec: dict) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "selection",
+            "--rerank-child",
+            json.dumps(spec),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(
+            f"rerank child {spec} failed (exit {done.returncode}):\n"
+            + done.stderr[-3000:]
+        )
+    return json.loads(lines[-1])
+
+
+def rerank(
+    n_tokens: int, budgets: list[int], dtype: str, *, first_only: bool = False
+) -> None:
+    """dense_rerank per budget: first time, then from the store, each in a child."""
+    import warehouse
+
+    folder = Path(tempfile.mkdtemp(prefix="ragledger-bench-rerank-"))
+    try:
+        _say(
+            f"dense_rerank ({dtype} reranker): one {n_tokens}-token document, "
+            f"question {QUESTION!r}; each run a fresh process"
+        )
+        for budget in budgets:
+            store = folder / f"store-{budget}.duckdb"
+            warehouse.connect(store).close()  # schema made before any clock
+            texts = []
+            labels = ("first time",) if first_only else ("first time", "from the store")
+            for label in labels:
+                spec = {
+                    "tokens": n_tokens,
+                    "budget": budget,
+                    "store": str(store),
+                    "dtype": dtype,
+                }
+                r = _run_child(spec)
+                texts.append(r["text_sha256"])
+                _say(
+                    f"dense_rerank B={budget} {label}: CPU {r['cpu_s']:.1f} s (chunk "
+                    f"vectors {r.get('embedding_cpu_s', 0):.1f} s of it), wall "
+                    f"{r['wall_s']:.1f} s, max RSS {r['max_rss_mib']:.0f} MiB; "
+                    f"{r['source_tokens']} source tokens, {r['chunks']} chunks, "
+                    f"{r['reranked']} reranked (depth {r['depth']}); chunks "
+                    f"{r['chunks_embedded']} embedded, {r['chunks_reused']} reused; "
+                    f"selected {r['selected_tokens']} tokens, needle kept "
+                    f"{r['needle_kept']}"
+                )
+            if not first_only:
+                same = "identical" if len(set(texts)) == 1 else "DIFFERENT"
+                _say(f"dense_rerank B={budget}: first-time and store selections {same}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks selection")
     parser.add_argument("--tokens", type=int, default=256_000)
@@ -242,7 +372,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dense-budgets", default="16000,32000,64000")
     parser.add_argument("--skip-dense", action="store_true")
     parser.add_argument("--skip-lexical", action="store_true")
+    parser.add_argument("--rerank-tokens", type=int, default=128_000)
+    parser.add_argument("--rerank-budgets", default="32000,64000,128000")
+    parser.add_argument("--rerank-dtype", default="bfloat16")
+    parser.add_argument("--skip-rerank", action="store_true")
+    parser.add_argument(
+        "--rerank-first-only",
+        action="store_true",
+        help="one run per budget (the first time); its chunk-vector CPU is printed apart",
+    )
+    parser.add_argument("--rerank-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv or [])
+    if args.rerank_child:
+        print(json.dumps(rerank_child(json.loads(args.rerank_child))), flush=True)  # noqa: T201
+        return
 
     if not args.skip_lexical:
         started = time.perf_counter()
@@ -269,3 +412,11 @@ def main(argv: list[str] | None = None) -> None:
     if not args.skip_dense:
         budgets = [int(b) for b in args.dense_budgets.split(",") if b.strip()]
         dense_store(args.haystack_tokens, args.questions, budgets)
+    if not args.skip_rerank:
+        budgets = [int(b) for b in args.rerank_budgets.split(",") if b.strip()]
+        rerank(
+            args.rerank_tokens,
+            budgets,
+            args.rerank_dtype,
+            first_only=args.rerank_first_only,
+        )

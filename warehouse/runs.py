@@ -1,4 +1,16 @@
-"""raw.runs: the one writer of job records (compile, replay, audit, ...).
+"""raw.runs: the one writer of job records (every command that writes or reads
+the lake as a job: init, ingest, build, compile, replay, rescore, audit, ...).
+
+Two ways in. compile, replay and rescore record their own runs
+(:func:`start_run` ... :func:`finish_run`, :func:`record_run`). Every other job
+runs inside :func:`job`: its run row is written by
+:func:`warehouse.connections.transaction` inside each commit the job makes
+(status ``finished``, the rows written so far), so a kill leaves either no
+finished run and none of its data, or both. A job that commits nothing (an
+export, an audit without ``--store``, a build with nothing to publish) records
+its run in one small commit of its own when it ends; a job that fails records
+``failed`` the same way. While it runs, a job leaves a marker file (see
+below), so ``ragledger runs`` shows it running, or interrupted once killed.
 
 A run is started ``running`` with the host and process id that runs it and
 finished ``finished`` or ``failed`` with its counts. A process killed before it
@@ -16,6 +28,8 @@ import socket
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -128,12 +142,15 @@ def _finish(
     run_id: str,
     status: str,
     counts: Mapping[str, Any] | None,
+    rows_written: int | None = None,
 ) -> None:
     con.execute(
         "update raw.runs set status = ?, finished_at = current_timestamp, "
-        "counts_json = ? where run_id = ?",
-        [status, canonical_json(dict(counts or {})), run_id],
-    )
+        "counts_json = ?" + (", rows_written = ?" if rows_written is not None else "")
+        + " where run_id = ?",
+        [status, canonical_json(dict(counts or {})),
+         *([rows_written] if rows_written is not None else []), run_id],
+    )  # fmt: skip
 
 
 def mark_interrupted(con: duckdb.DuckDBPyConnection) -> int:
@@ -172,15 +189,33 @@ def marker_dir(tmp_dir: Path) -> Path:
     return tmp_dir / MARKER_DIR
 
 
+def new_run_id(kind: str) -> str:
+    """A fresh run id: the kind (spaces as dashes) and 16 hex digits."""
+    return f"{kind.replace(' ', '-')}-{uuid.uuid4().hex[:16]}"
+
+
 @contextmanager
-def job_marker(tmp_dir: Path, kind: str, command: str) -> Iterator[str | None]:
+def job_marker(
+    tmp_dir: Path, kind: str, command: str, run_id: str | None = None
+) -> Iterator[str | None]:
     """Mark a job as running for the block; yields its run id (None when the
-    lake folder does not exist yet: a job that creates the lake goes unmarked)."""
-    if not tmp_dir.parent.is_dir():
+    marker cannot be written: a read-only lake). A job that creates the lake
+    makes the folders for its marker; those left empty are removed again."""
+    run_id = run_id or new_run_id(kind)
+    folder = marker_dir(tmp_dir)
+    if not tmp_dir.parent.parent.is_dir():  # no such place for a lake
         yield None
         return
-    run_id = f"{kind.replace(' ', '-')}-{uuid.uuid4().hex[:16]}"
-    folder = marker_dir(tmp_dir)
+    made = [p for p in (folder, folder.parent, folder.parent.parent) if not p.exists()]
+    try:
+        yield from _marked(folder, run_id, kind, command)
+    finally:
+        for path in made:  # innermost first; a lake now in them keeps them
+            with suppress(OSError):
+                path.rmdir()
+
+
+def _marked(folder: Path, run_id: str, kind: str, command: str) -> Iterator[str | None]:
     target = folder / f"{run_id}.json"
     record = {
         "run_id": run_id,
@@ -224,3 +259,149 @@ def job_markers(tmp_dir: Path) -> list[dict[str, Any]]:
         gone = record.get("host") == host and not alive(pid)
         found.append({**record, "status": "interrupted" if gone else "running"})
     return found
+
+
+# --- jobs: one run row per command, written inside the job's own commits -----
+
+
+@dataclass
+class Job:
+    """A running job: what :func:`job` records, and the rows it wrote so far."""
+
+    run_id: str
+    kind: str
+    command: str
+    root: str
+    config: dict[str, Any] = field(default_factory=dict)
+    #: rows written by the job's committed transactions
+    rows: int = 0
+    #: rows written in the transaction now open (dropped if it rolls back)
+    pending: int = 0
+    #: a commit of the job carried its run row
+    recorded: bool = False
+
+
+_JOB: ContextVar[Job | None] = ContextVar("ragledger_job", default=None)
+
+
+@contextmanager
+def job(
+    location: Any, kind: str, command: str, config: Mapping[str, Any] | None = None
+) -> Iterator[Job]:
+    """Run the block as one job of ``kind`` on the lake at ``location`` (a
+    :class:`warehouse.lake.Location`): a marker while it runs, and one raw.runs
+    row, written by each commit the block makes to that lake (see the module
+    docstring). A block that commits nothing records its run in one small
+    commit when it ends (``finished``, or ``failed`` when it raised), if the
+    lake exists and is writable; otherwise the run goes unrecorded."""
+    current = Job(new_run_id(kind), kind, command, str(location.root), dict(config or {}))
+    with job_marker(location.tmp_dir, kind, command, current.run_id):
+        token = _JOB.set(current)
+        try:
+            yield current
+        except BaseException as error:
+            _JOB.reset(token)
+            status = "finished" if _clean_exit(error) else (
+                "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+            )  # fmt: skip
+            if status != "finished" or not current.recorded:
+                _record_alone(location, current, status)
+            raise
+        _JOB.reset(token)
+        if not current.recorded:
+            _record_alone(location, current, "finished")
+
+
+def _clean_exit(error: BaseException) -> bool:
+    """``sys.exit(0)`` or click's ``ctx.exit(0)``: the job ended well."""
+    if isinstance(error, SystemExit):
+        return error.code in (0, None)
+    return getattr(error, "exit_code", None) == 0
+
+
+def current_job() -> Job | None:
+    """The job this code runs in (None outside :func:`job`)."""
+    return _JOB.get()
+
+
+def note_rows(count: int) -> None:
+    """Count ``count`` rows written in the open transaction to the running job."""
+    running = _JOB.get()
+    if running is not None:
+        running.pending += int(count)
+
+
+class JobCommit:
+    """The running job's part of one transaction (see :func:`job_commit`)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, running: Job | None) -> None:
+        self.con = con
+        self.job = running
+        self.total: int | None = None
+        if running is not None:
+            running.pending = 0
+
+    def before_commit(self) -> None:
+        """Write the job's run row (``finished``, rows so far) in this commit."""
+        if self.job is None:
+            return
+        self.total = self.job.rows + self.job.pending
+        _upsert(self.con, self.job, "finished", self.total)
+
+    def committed(self) -> None:
+        """The commit landed: its rows count as written."""
+        if self.job is not None and self.total is not None:
+            self.job.rows, self.job.pending = self.total, 0
+            self.job.recorded = True
+
+
+def job_commit(con: duckdb.DuckDBPyConnection) -> JobCommit:
+    """Called by :func:`warehouse.connections.transaction` as it begins: the
+    running job, if ``con`` writes to its lake, gets its run row in the commit."""
+    running = _JOB.get()
+    if running is not None:
+        try:
+            root = con.execute("select getvariable('ragledger_lake_root')").fetchone()[0]
+        except duckdb.Error:
+            root = None
+        if root != running.root:
+            running = None
+    return JobCommit(con, running)
+
+
+def _upsert(con: duckdb.DuckDBPyConnection, running: Job, status: str, rows: int) -> None:
+    """The job's one run row, written or brought up to date (in the caller's
+    transaction)."""
+    if not con.execute(
+        "select 1 from raw.runs where run_id = ?", [running.run_id]
+    ).fetchone():
+        _start(con, running.run_id, running.kind, running.command, running.config, None)
+    with_rows = _has_rows_written(con)
+    _finish(con, running.run_id, status, {"rows": rows}, rows if with_rows else None)
+
+
+def _has_rows_written(con: duckdb.DuckDBPyConnection) -> bool:
+    return bool(
+        con.execute(
+            "select count(*) from duckdb_columns() where schema_name = 'raw' and "
+            "table_name = 'runs' and column_name = 'rows_written' "
+            "and database_name = current_database()"
+        ).fetchone()[0]
+    )
+
+
+def _record_alone(location: Any, running: Job, status: str) -> None:
+    """The run row in one small commit of its own (a job that committed
+    nothing, or failed). Never raises: a missing or read-only lake, or one
+    whose writer lock is held too long, leaves the run unrecorded."""
+    if not location.exists():
+        return
+    from warehouse.connections import connect
+
+    with suppress(Exception):
+        con = connect(location, migrate=False)
+        try:
+            with transaction(con):
+                _upsert(con, running, status, running.rows)
+        finally:
+            con.close()

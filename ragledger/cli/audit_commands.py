@@ -10,7 +10,7 @@ import click
 
 from analysis.selection import SELECTION_BOOTSTRAP_SEED
 from analysis.settings import AuditSettings
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import database_path, error_handler, marks_job
 from ragledger.cli.console import RichProgress, console, errors, print_table
 from warehouse.connections import default_database_path
 from warehouse.errors import WarehouseError
@@ -327,6 +327,7 @@ def _print_messages(run: Any) -> None:  # noqa: ANN401
 @_counts
 @click.pass_context
 @error_handler
+@marks_job("audit")
 def audit(
     ctx: click.Context,
     panels: tuple[str, ...],

@@ -256,6 +256,7 @@ def panels(ctx: click.Context, dataset: str | None, detail: bool) -> None:
 )
 @click.pass_context
 @error_handler
+@marks_job("panels define")
 def define_panel(
     ctx: click.Context,
     name: str,

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 import warehouse
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import database_path, error_handler, marks_job
 from ragledger.cli.console import console, print_table
 from ragledger.cli.output import count_rest, fetch_rows, format_option, write_rows
 from warehouse import lake, maintenance
@@ -23,6 +23,7 @@ TABLE_ROWS = 200
 @click.command("init")
 @click.pass_context
 @error_handler
+@marks_job("init")
 def init_command(ctx: click.Context) -> None:
     """Create the warehouse (or bring its schema up to date) and load the default family map."""
     location = lake.resolve(database_path(ctx))
@@ -121,6 +122,7 @@ def export_group() -> None:
 )
 @click.pass_context
 @error_handler
+@marks_job("export parquet")
 def export_parquet_command(
     ctx: click.Context,
     directory: Path,
@@ -158,6 +160,7 @@ def export_parquet_command(
 )
 @click.pass_context
 @error_handler
+@marks_job("maintain")
 def maintain_command(ctx: click.Context, keep_days: str) -> None:
     """Compact small data files, expire old snapshots and remove orphan files.
 
@@ -175,6 +178,7 @@ def maintain_command(ctx: click.Context, keep_days: str) -> None:
 @click.argument("old", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.pass_context
 @error_handler
+@marks_job("migrate")
 def migrate_command(ctx: click.Context, old: Path) -> None:
     """Convert a ragledger 0.1 single-file warehouse OLD into a lake.
 

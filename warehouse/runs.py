@@ -6,11 +6,14 @@ Two ways in. compile, replay and rescore record their own runs
 runs inside :func:`job`: its run row is written by
 :func:`warehouse.connections.transaction` inside each commit the job makes
 (status ``finished``, the rows written so far), so a kill leaves either no
-finished run and none of its data, or both. A job that commits nothing (an
-export, an audit without ``--store``, a build with nothing to publish) records
-its run in one small commit of its own when it ends; a job that fails records
-``failed`` the same way. While it runs, a job leaves a marker file (see
-below), so ``ragledger runs`` shows it running, or interrupted once killed.
+finished run and none of its data, or both. A job that ends without a commit
+(an export, an audit with ``--no-write``, a build or ingest with nothing new,
+a failure before its commit) is not worth a lake commit, which would rewrite
+the published snapshot file (a copy of the whole warehouse) for a job that
+changed nothing: it appends one line to ``<lake>/tmp/runs/ended.jsonl``
+instead (:func:`ended_jobs`), which ``ragledger runs`` lists with the rest.
+While it runs, a job leaves a marker file (see below), so ``ragledger runs``
+shows it running, or interrupted once killed.
 
 A run is started ``running`` with the host and process id that runs it and
 finished ``finished`` or ``failed`` with its counts. A process killed before it
@@ -27,7 +30,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,6 +41,7 @@ import duckdb
 
 from warehouse.connections import transaction
 from warehouse.hashing import canonical_json
+from warehouse.lake import LAKE_ALIAS
 from warehouse.processes import alive
 from warehouse.raw_tables import write
 
@@ -271,7 +275,8 @@ class Job:
     run_id: str
     kind: str
     command: str
-    root: str
+    #: the lake folder whose commits carry the run row (None: any lake)
+    root: str | None
     config: dict[str, Any] = field(default_factory=dict)
     #: rows written by the job's committed transactions
     rows: int = 0
@@ -279,6 +284,12 @@ class Job:
     pending: int = 0
     #: a commit of the job carried its run row
     recorded: bool = False
+    #: the lake snapshot the job's last commit made (or, set by the job, the
+    #: one it read when it commits nothing)
+    snapshot: int | None = None
+    started_at: str = field(
+        default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds")
+    )
 
 
 _JOB: ContextVar[Job | None] = ContextVar("ragledger_job", default=None)
@@ -286,16 +297,30 @@ _JOB: ContextVar[Job | None] = ContextVar("ragledger_job", default=None)
 
 @contextmanager
 def job(
-    location: Any, kind: str, command: str, config: Mapping[str, Any] | None = None
+    location: Any,
+    kind: str,
+    command: str,
+    config: Mapping[str, Any] | None = None,
+    *,
+    any_lake: bool = False,
 ) -> Iterator[Job]:
     """Run the block as one job of ``kind`` on the lake at ``location`` (a
     :class:`warehouse.lake.Location`): a marker while it runs, and one raw.runs
     row, written by each commit the block makes to that lake (see the module
-    docstring). A block that commits nothing records its run in one small
-    commit when it ends (``finished``, or ``failed`` when it raised), if the
-    lake exists and is writable; otherwise the run goes unrecorded."""
-    current = Job(new_run_id(kind), kind, command, str(location.root), dict(config or {}))
-    with job_marker(location.tmp_dir, kind, command, current.run_id):
+    docstring). A block that ends without a commit (or fails, or is
+    interrupted by Ctrl-C) is logged in the lake's ended-jobs file instead.
+
+    ``any_lake``: the job builds its lake elsewhere and moves it to
+    ``location`` (``ragledger migrate``): its row goes into the commits of
+    whichever lake it writes, and it leaves no marker (``location`` must not
+    exist while it runs)."""
+    root = None if any_lake else str(location.root)
+    current = Job(new_run_id(kind), kind, command, root, dict(config or {}))
+    marking = (
+        nullcontext() if any_lake
+        else job_marker(location.tmp_dir, kind, command, current.run_id)
+    )  # fmt: skip
+    with marking:
         token = _JOB.set(current)
         try:
             yield current
@@ -305,11 +330,11 @@ def job(
                 "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
             )  # fmt: skip
             if status != "finished" or not current.recorded:
-                _record_alone(location, current, status)
+                _log_ended(location, current, status)
             raise
         _JOB.reset(token)
         if not current.recorded:
-            _record_alone(location, current, "finished")
+            _log_ended(location, current, "finished")
 
 
 def _clean_exit(error: BaseException) -> bool:
@@ -353,6 +378,10 @@ class JobCommit:
         if self.job is not None and self.total is not None:
             self.job.rows, self.job.pending = self.total, 0
             self.job.recorded = True
+            with suppress(duckdb.Error):
+                self.job.snapshot = int(
+                    self.con.execute(f"select id from {LAKE_ALIAS}.current_snapshot()").fetchone()[0]
+                )
 
 
 def job_commit(con: duckdb.DuckDBPyConnection) -> JobCommit:
@@ -364,7 +393,7 @@ def job_commit(con: duckdb.DuckDBPyConnection) -> JobCommit:
             root = con.execute("select getvariable('ragledger_lake_root')").fetchone()[0]
         except duckdb.Error:
             root = None
-        if root != running.root:
+        if running.root is not None and root != running.root:
             running = None
     return JobCommit(con, running)
 
@@ -390,18 +419,52 @@ def _has_rows_written(con: duckdb.DuckDBPyConnection) -> bool:
     )
 
 
-def _record_alone(location: Any, running: Job, status: str) -> None:
-    """The run row in one small commit of its own (a job that committed
-    nothing, or failed). Never raises: a missing or read-only lake, or one
-    whose writer lock is held too long, leaves the run unrecorded."""
+def _log_ended(location: Any, running: Job, status: str) -> None:
+    """The run of a job that ended without committing (a no-op, an export, a
+    failure before its commit): one line in ``<lake>/tmp/runs/ended.jsonl``,
+    not a lake commit, which would rewrite the published snapshot file (a copy
+    of the whole warehouse) and cut off its open connections for a job that
+    changed nothing. Never raises; no lake, no line."""
     if not location.exists():
         return
-    from warehouse.connections import connect
-
-    with suppress(Exception):
-        con = connect(location, migrate=False)
+    record = {
+        "run_id": running.run_id,
+        "kind": running.kind,
+        "command": running.command,
+        "status": status,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started_at": running.started_at,
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "snapshot": running.snapshot,
+        "rows_written": running.rows,
+    }
+    line = (json.dumps(record) + "\n").encode("utf-8")
+    with suppress(OSError):
+        folder = marker_dir(location.tmp_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / ENDED_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            with transaction(con):
-                _upsert(con, running, status, running.rows)
+            os.write(fd, line)  # one write of one line: appends never interleave
         finally:
-            con.close()
+            os.close(fd)
+
+
+#: The log of jobs that ended without a commit, in the marker folder.
+ENDED_LOG = "ended.jsonl"
+
+
+def ended_jobs(tmp_dir: Path) -> list[dict[str, Any]]:
+    """The lines of the ended-jobs log (see :func:`_log_ended`); unreadable
+    lines (a write cut by a full disk) are skipped."""
+    try:
+        text = (marker_dir(tmp_dir) / ENDED_LOG).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    found = []
+    for line in text.splitlines():
+        with suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict) and "run_id" in record:
+                found.append(record)
+    return found

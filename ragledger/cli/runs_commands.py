@@ -14,7 +14,7 @@ from ragledger.cli.common import database_path, error_handler
 from ragledger.cli.console import console, errors
 from ragledger.cli.output import format_option, write_json, write_rows, write_table
 from warehouse import lake
-from warehouse.runs import job_markers
+from warehouse.runs import ended_jobs, job_markers
 
 #: Tables whose rows carry the run that wrote them, with the label each count gets.
 RUN_TABLES = (
@@ -116,39 +116,43 @@ def _snapshots(con: Any, ids: list[str]) -> dict[str, int]:
 
 def marked_runs(tmp_dir: Any, kind: str | None = None) -> list[dict[str, Any]]:
     """Jobs that left a marker (:func:`warehouse.runs.job_markers`): ``running``,
-    or ``interrupted`` when killed, in the shape of :func:`list_runs`."""
-    runs = []
-    for marker in job_markers(tmp_dir):
-        if kind is not None and marker.get("kind") != kind:
+    or ``interrupted`` when killed; then the jobs that ended without a commit
+    (:func:`warehouse.runs.ended_jobs`), each with its status. In the shape of
+    :func:`list_runs`; a job in both is listed as it ended."""
+    runs: dict[str, dict[str, Any]] = {}
+    for record in [*job_markers(tmp_dir), *ended_jobs(tmp_dir)]:
+        if kind is not None and record.get("kind") != kind:
             continue
-        started = marker.get("started_at")
-        with suppress(TypeError, ValueError):
-            started = _time(
-                datetime.fromisoformat(started).astimezone().replace(tzinfo=None)
-            )
-        runs.append(
-            {
-                "run_id": marker.get("run_id"),
-                "kind": marker.get("kind"),
-                "command": marker.get("command"),
-                "status": marker["status"],
-                "started_at": started,
-                "finished_at": None,
-                "snapshot": None,
-                "rows_written": None,
-                "counts": {},
-            }
-        )
-    return runs
+        runs[record.get("run_id")] = {
+            "run_id": record.get("run_id"),
+            "kind": record.get("kind"),
+            "command": record.get("command"),
+            "status": record.get("status"),
+            "started_at": _local(record.get("started_at")),
+            "finished_at": _local(record.get("finished_at")),
+            "snapshot": record.get("snapshot"),
+            "rows_written": record.get("rows_written"),
+            "counts": {},
+        }
+    return list(runs.values())
+
+
+def _local(stamp: Any) -> Any:
+    """An ISO time with its zone (a marker's) as the local time raw.runs shows."""
+    if not stamp:
+        return None
+    with suppress(TypeError, ValueError):
+        return _time(datetime.fromisoformat(stamp).astimezone().replace(tzinfo=None))
+    return stamp
 
 
 def _merge_marked(
     runs: list[dict[str, Any]], marked: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """A job with a marker whose run row one of its commits already wrote (a
-    job of several commits) is still running, or was killed between them: its
-    marker's status wins, the row keeps what landed. Returns the runs and the
-    markers without a row."""
+    """A job of several commits whose run row an earlier commit wrote is still
+    running, was killed, or failed after it: its marker's or its log line's
+    status wins, the row keeps the rows and snapshot that landed. Returns the
+    runs and the marked jobs without a row."""
     status = {run["run_id"]: run["status"] for run in marked}
     merged = [
         {**run, "status": status[run["run_id"]]} if run["run_id"] in status else run

@@ -8,11 +8,12 @@ from pathlib import Path
 import click
 
 import warehouse
-from ragledger.cli.common import database_path, error_handler, marks_job
+from ragledger.cli.common import command_line, database_path, error_handler, marks_job
 from ragledger.cli.console import console, print_table
 from ragledger.cli.output import count_rest, fetch_rows, format_option, write_rows
 from warehouse import lake, maintenance
 from warehouse.exports import export_parquet
+from warehouse.runs import job
 from warehouse.schema import schema_version
 from warehouse.sql_guard import reader_connection, run_query
 
@@ -178,7 +179,6 @@ def maintain_command(ctx: click.Context, keep_days: str) -> None:
 @click.argument("old", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.pass_context
 @error_handler
-@marks_job("migrate")
 def migrate_command(ctx: click.Context, old: Path) -> None:
     """Convert a ragledger 0.1 single-file warehouse OLD into a lake.
 
@@ -188,12 +188,13 @@ def migrate_command(ctx: click.Context, old: Path) -> None:
     leaves no lake behind.
     """
     target = database_path(ctx)
-    report = maintenance.migrate_single_file(old, target)
+    made = lake.resolve(target or maintenance.migration_target(old.absolute()))
+    with job(made, "migrate", command_line(), any_lake=True):  # built elsewhere
+        report = maintenance.migrate_single_file(old, target)
     print_table(
         ["table", "rows", "content sha256"],
         [(name, rows, digest[:16]) for name, rows, digest in report],
     )
-    made = lake.resolve(target or maintenance.migration_target(old.absolute()))
     console.print(f"warehouse {made.root}: use --db {made.snapshot_file}")
 
 

@@ -187,6 +187,17 @@ def marks_job(kind: str) -> Callable[[F], F]:
     return decorate
 
 
+def job_fields() -> dict[str, Any]:
+    """The running job's ``run_id`` and the lake ``snapshot`` it committed (or
+    read), for a command's csv/json record (see ``ragledger runs``)."""
+    from warehouse.runs import current_job
+
+    running = current_job()
+    if running is None:
+        return {"run_id": None, "snapshot": None}
+    return {"run_id": running.run_id, "snapshot": running.snapshot}
+
+
 def command_line() -> str:
     """This process's command line, for the record (secrets redacted)."""
     import shlex

@@ -29,7 +29,7 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -287,9 +287,10 @@ class Job:
     #: the lake snapshot the job's last commit made (or, set by the job, the
     #: one it read when it commits nothing)
     snapshot: int | None = None
-    started_at: str = field(
-        default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds")
-    )
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    #: rows a commit wrote that :func:`note_rows` never saw (a build's marts,
+    #: published by SQL of their own), counted inside the commit
+    extra_rows: Callable[[duckdb.DuckDBPyConnection], int] | None = None
 
 
 _JOB: ContextVar[Job | None] = ContextVar("ragledger_job", default=None)
@@ -370,7 +371,8 @@ class JobCommit:
         """Write the job's run row (``finished``, rows so far) in this commit."""
         if self.job is None:
             return
-        self.total = self.job.rows + self.job.pending
+        extra = self.job.extra_rows(self.con) if self.job.extra_rows else 0
+        self.total = self.job.rows + self.job.pending + extra
         _upsert(self.con, self.job, "finished", self.total)
 
     def committed(self) -> None:
@@ -405,6 +407,10 @@ def _upsert(con: duckdb.DuckDBPyConnection, running: Job, status: str, rows: int
         "select 1 from raw.runs where run_id = ?", [running.run_id]
     ).fetchone():
         _start(con, running.run_id, running.kind, running.command, running.config, None)
+        con.execute(  # when the job began, not when its first commit did
+            "update raw.runs set started_at = ? where run_id = ?",
+            [running.started_at.astimezone().replace(tzinfo=None), running.run_id],
+        )
     with_rows = _has_rows_written(con)
     _finish(con, running.run_id, status, {"rows": rows}, rows if with_rows else None)
 
@@ -434,7 +440,7 @@ def _log_ended(location: Any, running: Job, status: str) -> None:
         "status": status,
         "host": socket.gethostname(),
         "pid": os.getpid(),
-        "started_at": running.started_at,
+        "started_at": running.started_at.isoformat(timespec="seconds"),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "snapshot": running.snapshot,
         "rows_written": running.rows,

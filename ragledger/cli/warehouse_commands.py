@@ -8,9 +8,22 @@ from pathlib import Path
 import click
 
 import warehouse
-from ragledger.cli.common import command_line, database_path, error_handler, marks_job
+from ragledger.cli.common import (
+    command_line,
+    database_path,
+    error_handler,
+    job_fields,
+    marks_job,
+)
 from ragledger.cli.console import console, print_table
-from ragledger.cli.output import count_rest, fetch_rows, format_option, write_rows
+from ragledger.cli.output import (
+    count_rest,
+    fetch_rows,
+    format_option,
+    machine_output,
+    write_records,
+    write_rows,
+)
 from warehouse import lake, maintenance
 from warehouse.exports import export_parquet
 from warehouse.runs import job
@@ -121,6 +134,7 @@ def export_group() -> None:
         "or overwritten."
     ),
 )
+@machine_output
 @click.pass_context
 @error_handler
 @marks_job("export parquet")
@@ -130,13 +144,16 @@ def export_parquet_command(
     schemas: tuple[str, ...],
     snapshot: int | None,
     force: bool,
+    output_format: str,
 ) -> None:
     """Write one snapshot as DIRECTORY/<schema>/<table>/*.parquet plus manifest.json.
 
     The matrix is partitioned by dataset; the folder appears whole (written
     beside it and renamed into place) or not at all. DIRECTORY must be new,
     empty or an earlier export (replaced whole); a non-empty folder needs
-    --force; a folder inside a lake, or holding one, is refused.
+    --force; a folder inside a lake, or holding one, is refused. --format
+    csv|json prints one record per table: table, rows, files, snapshot (the
+    one exported), directory and run_id.
     """
     manifest = export_parquet(
         database_path(ctx), directory, schemas=schemas, snapshot=snapshot, force=force
@@ -145,7 +162,22 @@ def export_parquet_command(
         (f"{entry['schema']}.{entry['table']}", entry["row_count"], len(entry["files"]))
         for entry in manifest["tables"]
     ]
-    print_table(["table", "rows", "files"], rows)
+    from warehouse.runs import current_job
+
+    running = current_job()
+    if running is not None:  # what `ragledger runs` shows for this export
+        running.snapshot = manifest["snapshot_id"]
+    if output_format == "table":
+        print_table(["table", "rows", "files"], rows)
+    write_records(
+        [
+            {"table": table, "rows": count, "files": files,
+             "snapshot": manifest["snapshot_id"], "directory": str(directory),
+             "run_id": job_fields()["run_id"]}
+            for table, count, files in rows
+        ],
+        output_format,
+    )  # fmt: skip
     console.print(f"snapshot {manifest['snapshot_id']} -> {directory}/manifest.json")
 
 

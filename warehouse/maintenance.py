@@ -18,7 +18,6 @@ from warehouse.connections import COMMITTED, connect, current_snapshot, transact
 from warehouse.errors import WarehouseError
 from warehouse.exports import remove_dead_partials
 from warehouse.lake import LAKE_ALIAS, Location, resolve, write_lock
-from warehouse.runs import note_rows
 
 #: A folder holding a duckdb 2.x package (``pip install --target DIR duckdb==2.0.1``)
 #: to read 0.1 warehouse files written by duckdb 2.x (storage version 69).
@@ -243,7 +242,6 @@ def _copy_into_lake(
                 if name == "schema_migrations":
                     continue
                 report.append(_copy_table(con, old, file, schema, name))
-                note_rows(report[-1][1])  # the migrate run's rows written
     finally:
         con.close()
     return report

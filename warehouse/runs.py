@@ -275,7 +275,7 @@ class Job:
     run_id: str
     kind: str
     command: str
-    #: the lake folder whose commits carry the run row (None: any lake)
+    #: the lake folder whose commits carry the run row (None: no commit does)
     root: str | None
     config: dict[str, Any] = field(default_factory=dict)
     #: rows written by the job's committed transactions
@@ -303,7 +303,7 @@ def job(
     command: str,
     config: Mapping[str, Any] | None = None,
     *,
-    any_lake: bool = False,
+    in_commits: bool = True,
 ) -> Iterator[Job]:
     """Run the block as one job of ``kind`` on the lake at ``location`` (a
     :class:`warehouse.lake.Location`): a marker while it runs, and one raw.runs
@@ -311,15 +311,16 @@ def job(
     docstring). A block that ends without a commit (or fails, or is
     interrupted by Ctrl-C) is logged in the lake's ended-jobs file instead.
 
-    ``any_lake``: the job builds its lake elsewhere and moves it to
-    ``location`` (``ragledger migrate``): its row goes into the commits of
-    whichever lake it writes, and it leaves no marker (``location`` must not
-    exist while it runs)."""
-    root = None if any_lake else str(location.root)
+    ``in_commits=False`` (``ragledger migrate``): the job builds its lake
+    elsewhere and renames it to ``location``, a copy that must hold exactly
+    the old tables (raw.runs too): its run is logged in the new lake's
+    ended-jobs file once it exists, and it leaves no marker (``location`` must
+    not exist while it runs). The job sets its ``rows`` and ``snapshot``."""
+    root = str(location.root) if in_commits else None
     current = Job(new_run_id(kind), kind, command, root, dict(config or {}))
     marking = (
-        nullcontext() if any_lake
-        else job_marker(location.tmp_dir, kind, command, current.run_id)
+        job_marker(location.tmp_dir, kind, command, current.run_id) if in_commits
+        else nullcontext()
     )  # fmt: skip
     with marking:
         token = _JOB.set(current)
@@ -395,7 +396,7 @@ def job_commit(con: duckdb.DuckDBPyConnection) -> JobCommit:
             root = con.execute("select getvariable('ragledger_lake_root')").fetchone()[0]
         except duckdb.Error:
             root = None
-        if running.root is not None and root != running.root:
+        if running.root is None or root != running.root:
             running = None
     return JobCommit(con, running)
 

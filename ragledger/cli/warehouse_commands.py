@@ -203,6 +203,15 @@ def maintain_command(ctx: click.Context, keep_days: str) -> None:
     """
     days = maintenance.parse_keep_days(keep_days)
     report = maintenance.maintain(database_path(ctx), keep_days=days)
+    from warehouse.runs import current_job
+
+    running = current_job()
+    if running is not None:  # DuckLake's own commits: `runs` shows where they led
+        con = warehouse.connect(database_path(ctx), read_only=True)
+        try:
+            running.snapshot = warehouse.current_snapshot(con)
+        finally:
+            con.close()
     for key, value in report.items():
         console.print(f"{key}: {value}")
 
@@ -221,8 +230,14 @@ def migrate_command(ctx: click.Context, old: Path) -> None:
     """
     target = database_path(ctx)
     made = lake.resolve(target or maintenance.migration_target(old.absolute()))
-    with job(made, "migrate", command_line(), any_lake=True):  # built elsewhere
+    with job(made, "migrate", command_line(), in_commits=False) as running:
         report = maintenance.migrate_single_file(old, target)
+        running.rows = sum(rows for _, rows, _ in report)
+        con = warehouse.connect(made, read_only=True)
+        try:
+            running.snapshot = warehouse.current_snapshot(con)
+        finally:
+            con.close()
     print_table(
         ["table", "rows", "content sha256"],
         [(name, rows, digest[:16]) for name, rows, digest in report],

@@ -184,15 +184,20 @@ def test_a_killed_ingest_leaves_its_run_and_its_data_together_or_neither(tmp_pat
     matrix = tmp_path / "interaction_matrix.csv"
     write_matrix(matrix, seed=4, scale=0.05)
     outcomes = set()
-    for attempt, delay in enumerate((0.5, 1.5, 2.5, 4.0, 6.0)):
+    for attempt, delay in enumerate((0.0, 0.5, 1.0, 2.0, 4.0, 8.0)):
         db = tmp_path / f"w{attempt}.duckdb"
         ragledger(db, "init")
+        markers = tmp_path / f"w{attempt}.lake" / "tmp" / "runs"
         child = subprocess.Popen(
             [str(RAGLEDGER), "--db", str(db), "ingest", "matrix", str(matrix)],
             cwd=REPO, env=cli_env(RAGLEDGER_PUBLISH="0"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        time.sleep(delay)
+        deadline = time.monotonic() + 120
+        while child.poll() is None and not any(markers.glob("*.json")):
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        time.sleep(delay)  # the job has begun: kill it this long after
         if child.poll() is None:
             os.kill(child.pid, signal.SIGKILL)
         child.wait()
@@ -293,3 +298,26 @@ def test_panels_audit_and_panels_define_as_json_csv_and_runs(built):
               "--readers", ",".join(readers))  # fmt: skip
     (defined,) = [run for run in runs(db) if run["kind"] == "panels define"]
     assert defined["status"] == "finished" and defined["rows_written"] > 0
+
+
+def test_migrate_and_maintain_are_listed_with_their_snapshot(tmp_path):
+    """migrate: the copy holds exactly the old tables, so its run is logged in
+    the new lake's ended-jobs file with the rows it copied; maintain: DuckLake
+    commits its own work, the run shows the snapshot it left."""
+    from tests.warehouse.test_migrate import build_v0_1
+
+    old = tmp_path / "old.duckdb"
+    layout = build_v0_1(old)  # three rows per table
+    new = tmp_path / "new.duckdb"
+    ragledger(new, "migrate", str(old))
+    (run,) = runs(new, "--kind", "migrate")
+    copied = 3 * len([name for name in layout if name != "raw.schema_migrations"])
+    assert (run["kind"], run["status"], run["rows_written"]) == (
+        "migrate", "finished", copied,
+    )  # fmt: skip
+    assert run["snapshot"] == scalar(new, "select id from lake.current_snapshot()")
+    assert scalar(new, "select count(*) from raw.runs") == 3  # the old rows only
+    ragledger(new, "maintain")
+    (latest,) = runs(new, "--kind", "maintain")
+    assert latest["status"] == "finished"
+    assert latest["snapshot"] == scalar(new, "select id from lake.current_snapshot()")

@@ -123,8 +123,11 @@ def record_run(
     """Record a run that is done with its writes (``finished``), inside the
     caller's transaction, so the run lands with what it wrote or not at all."""
     run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
+    written = _TX_ROWS.get()  # what this transaction wrote before the run row
     _start(con, run_id, kind, command, config, None)
-    _finish(con, run_id, "finished", counts)
+    _finish(
+        con, run_id, "finished", counts, written if _has_rows_written(con) else None
+    )
     return run_id
 
 
@@ -294,6 +297,8 @@ class Job:
 
 
 _JOB: ContextVar[Job | None] = ContextVar("ragledger_job", default=None)
+#: rows written (:func:`note_rows`) in the transaction open now, job or not
+_TX_ROWS: ContextVar[int] = ContextVar("ragledger_transaction_rows", default=0)
 
 
 @contextmanager
@@ -353,6 +358,7 @@ def current_job() -> Job | None:
 
 def note_rows(count: int) -> None:
     """Count ``count`` rows written in the open transaction to the running job."""
+    _TX_ROWS.set(_TX_ROWS.get() + int(count))
     running = _JOB.get()
     if running is not None:
         running.pending += int(count)
@@ -390,6 +396,7 @@ class JobCommit:
 def job_commit(con: duckdb.DuckDBPyConnection) -> JobCommit:
     """Called by :func:`warehouse.connections.transaction` as it begins: the
     running job, if ``con`` writes to its lake, gets its run row in the commit."""
+    _TX_ROWS.set(0)
     running = _JOB.get()
     if running is not None:
         try:

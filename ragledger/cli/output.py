@@ -43,7 +43,10 @@ def format_option(default: str = "table") -> Any:
         type=click.Choice(FORMATS),
         default=default,
         show_default=True,
-        help="table for people; csv, or json (one array of objects), for scripts.",
+        help=(
+            "table for people; csv, or json (one array of objects), for scripts "
+            "(alone on stdout; messages and progress on stderr)."
+        ),
     )
 
 

@@ -389,7 +389,9 @@ class JobCommit:
             self.job.recorded = True
             with suppress(duckdb.Error):
                 self.job.snapshot = int(
-                    self.con.execute(f"select id from {LAKE_ALIAS}.current_snapshot()").fetchone()[0]
+                    self.con.execute(
+                        f"select id from {LAKE_ALIAS}.current_snapshot()"
+                    ).fetchone()[0]
                 )
 
 
@@ -400,7 +402,9 @@ def job_commit(con: duckdb.DuckDBPyConnection) -> JobCommit:
     running = _JOB.get()
     if running is not None:
         try:
-            root = con.execute("select getvariable('ragledger_lake_root')").fetchone()[0]
+            root = con.execute("select getvariable('ragledger_lake_root')").fetchone()[
+                0
+            ]
         except duckdb.Error:
             root = None
         if running.root is None or root != running.root:
@@ -408,7 +412,9 @@ def job_commit(con: duckdb.DuckDBPyConnection) -> JobCommit:
     return JobCommit(con, running)
 
 
-def _upsert(con: duckdb.DuckDBPyConnection, running: Job, status: str, rows: int) -> None:
+def _upsert(
+    con: duckdb.DuckDBPyConnection, running: Job, status: str, rows: int
+) -> None:
     """The job's one run row, written or brought up to date (in the caller's
     transaction)."""
     if not con.execute(

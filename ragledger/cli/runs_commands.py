@@ -72,7 +72,16 @@ def list_runs(
             counts[run_id][label] = count
     snapshots = _snapshots(con, ids)
     runs = []
-    for run_id, kind_, command, status, started, finished, config_json, rows_written in rows:
+    for (
+        run_id,
+        kind_,
+        command,
+        status,
+        started,
+        finished,
+        config_json,
+        rows_written,
+    ) in rows:
         config = _config(config_json)
         run_counts = dict(counts[run_id])
         if rows_written is None and run_counts:  # compile, replay: rows per table
@@ -237,7 +246,16 @@ def runs_command(
         console.print("no runs" + (f" of kind {kind}" if kind else ""))
     else:
         write_table(
-            ["run", "command", "status", "started", "finished", "snapshot", "rows", "counts"],
+            [
+                "run",
+                "command",
+                "status",
+                "started",
+                "finished",
+                "snapshot",
+                "rows",
+                "counts",
+            ],
             [
                 (
                     run["run_id"],

@@ -38,7 +38,9 @@ PARSE = "import json, sys; json.dump(json.load(sys.stdin), sys.stdout)"
 def piped_json(db: Path, *args: str) -> list[dict]:
     """``ragledger --db DB ARGS | python -c 'json.load(sys.stdin)'`` in a shell:
     the second process must parse the first one's whole stdout as JSON."""
-    command = " ".join(shlex.quote(str(part)) for part in (RAGLEDGER, "--db", db, *args))
+    command = " ".join(
+        shlex.quote(str(part)) for part in (RAGLEDGER, "--db", db, *args)
+    )
     done = subprocess.run(
         f"set -o pipefail; {command} | {shlex.quote(sys.executable)} -c {shlex.quote(PARSE)}",
         shell=True, executable="/bin/bash", cwd=REPO, env=cli_env(),
@@ -122,8 +124,9 @@ def test_each_writing_job_records_its_run_and_no_op_jobs_commit_nothing(tmp_path
         "--format", "json",
     )  # fmt: skip
     (loaded,) = piped_json(db, "ingest", "matrix", str(matrix), "--format", "json")
-    assert loaded["loaded"] is True and sum(loaded["datasets"].values()) == (
-        loaded["row_count"]
+    assert (
+        loaded["loaded"] is True
+        and sum(loaded["datasets"].values()) == (loaded["row_count"])
     )
     current = scalar(db, "select id from lake.current_snapshot()")
     (again,) = piped_json(db, "ingest", "matrix", str(matrix), "--format", "json")
@@ -149,9 +152,9 @@ def test_each_writing_job_records_its_run_and_no_op_jobs_commit_nothing(tmp_path
     assert listed[again["run_id"]]["rows_written"] == 0
     assert listed[exported[0]["run_id"]]["snapshot"] == current
     # csv: the same records, a header line first
-    assert [(r["run_id"], r["status"]) for r in csv_records(db, "runs", "--limit", "0")] == [
-        (run["run_id"], run["status"]) for run in runs(db)
-    ]
+    assert [
+        (r["run_id"], r["status"]) for r in csv_records(db, "runs", "--limit", "0")
+    ] == [(run["run_id"], run["status"]) for run in runs(db)]
 
 
 def test_a_failed_job_is_listed_failed_and_wrote_nothing(tmp_path):
@@ -163,9 +166,9 @@ def test_a_failed_job_is_listed_failed_and_wrote_nothing(tmp_path):
     done = ragledger(db, "ingest", "benchmark", "hotpotqa", str(bad), check=False)
     assert done.returncode == 1 and done.stdout == ""
     failed = [run for run in runs(db) if run["kind"] == "ingest benchmark"]
-    assert [(run["status"], run["rows_written"], run["snapshot"]) for run in failed] == [
-        ("failed", 0, None)
-    ]
+    assert [
+        (run["status"], run["rows_written"], run["snapshot"]) for run in failed
+    ] == [("failed", 0, None)]
     assert scalar(db, "select id from lake.current_snapshot()") == before
     assert scalar(db, "select count(*) from raw.items") == 0
 
@@ -250,7 +253,10 @@ def test_build_json_is_one_record_and_its_progress_goes_to_stderr(built):
     )  # fmt: skip
     assert record["published"] == [entry["table_name"] for entry in marts]
     (run,) = [run for run in runs(db) if run["run_id"] == record["run_id"]]
-    assert (run["status"], run["snapshot"]) == ("finished", record["snapshot_published"])
+    assert (run["status"], run["snapshot"]) == (
+        "finished",
+        record["snapshot_published"],
+    )
     held = sum(
         scalar(db, f'select count(*) from lake.marts."{name}"')
         for name in record["published"]
@@ -291,7 +297,9 @@ def test_panels_audit_and_panels_define_as_json_csv_and_runs(built):
 
     first = panels[0]["panel_id"]
     before = scalar(db, "select id from lake.current_snapshot()")
-    (audited,) = piped_json(db, "audit", "--panel", first, "--no-write", "--format", "json")
+    (audited,) = piped_json(
+        db, "audit", "--panel", first, "--no-write", "--format", "json"
+    )
     assert audited["panel"]["panel_id"] == first and audited["snapshot"] == before
     assert scalar(db, "select id from lake.current_snapshot()") == before
     (stored,) = piped_json(db, "audit", "--panel", first, "--format", "json")
@@ -300,9 +308,11 @@ def test_panels_audit_and_panels_define_as_json_csv_and_runs(built):
     run = listed[stored["run_id"]]
     assert run["kind"] == "audit" and run["snapshot"] == before + 1
     written = "select count(*) from analysis.statistics"
-    assert run["rows_written"] >= scalar(db, written, before + 1) - scalar(
-        db, written, before
-    ) > 0
+    assert (
+        run["rows_written"]
+        >= scalar(db, written, before + 1) - scalar(db, written, before)
+        > 0
+    )
     readers = sorted(r["reader"] for r in audited["readers"])
     ragledger(db, "panels", "define", "mine", "-d", "hotpotqa-demo-100",
               "--readers", ",".join(readers))  # fmt: skip

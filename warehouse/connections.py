@@ -244,10 +244,14 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     The block's commit is one lake snapshot. The writer lock is held for the
     block, so concurrent jobs on one machine commit one after the other.
     """
+    from warehouse.runs import job_commit  # runs writes through this function
+
     with _lock_for(con):
         con.execute("begin transaction")
+        job = job_commit(con)  # a running job's run row lands in this commit
         try:
             yield con
+            job.before_commit()
         except BaseException:
             with suppress(duckdb.Error):
                 con.execute("rollback")
@@ -263,6 +267,7 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
                 f"the warehouse refused the commit (nothing was written): "
                 f"{str(error).splitlines()[0]}"
             ) from None
+    job.committed()
     with suppress(WarehouseError, duckdb.Error):
         COMMITTED.add(location_of(con))
 

@@ -214,6 +214,7 @@ def write_query(
         if bad:
             raise WarehouseError(f"{name}: {bad} new row(s): {problem}")
     _check_scope_keys(con, contract, where, order)
+    _note_rows(inserted)
     return WriteResult(inserted)
 
 
@@ -399,7 +400,15 @@ def _apply(
         f"select {selected}{stamp_value} from {relation} n {new_only}"
     )
     skipped = 0 if contract.rule == "replace" else stored
+    _note_rows(count - skipped)
     return WriteResult(count - skipped, skipped=skipped, replaced=replaced)
+
+
+def _note_rows(count: int) -> None:
+    """Count rows written for the running job's run (``ragledger runs``)."""
+    from warehouse.runs import note_rows  # runs writes through this module
+
+    note_rows(count)
 
 
 def _check_registrations(

@@ -1,4 +1,19 @@
-"""raw.runs: the one writer of job records (compile, replay, audit, ...).
+"""raw.runs: the one writer of job records (every command that writes or reads
+the lake as a job: init, ingest, build, compile, replay, rescore, audit, ...).
+
+Two ways in. compile, replay and rescore record their own runs
+(:func:`start_run` ... :func:`finish_run`, :func:`record_run`). Every other job
+runs inside :func:`job`: its run row is written by
+:func:`warehouse.connections.transaction` inside each commit the job makes
+(status ``finished``, the rows written so far), so a kill leaves either no
+finished run and none of its data, or both. A job that ends without a commit
+(an export, an audit with ``--no-write``, a build or ingest with nothing new,
+a failure before its commit) is not worth a lake commit, which would rewrite
+the published snapshot file (a copy of the whole warehouse) for a job that
+changed nothing: it appends one line to ``<lake>/tmp/runs/ended.jsonl``
+instead (:func:`ended_jobs`), which ``ragledger runs`` lists with the rest.
+While it runs, a job leaves a marker file (see below), so ``ragledger runs``
+shows it running, or interrupted once killed.
 
 A run is started ``running`` with the host and process id that runs it and
 finished ``finished`` or ``failed`` with its counts. A process killed before it
@@ -14,8 +29,10 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext, suppress
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +41,7 @@ import duckdb
 
 from warehouse.connections import transaction
 from warehouse.hashing import canonical_json
+from warehouse.lake import LAKE_ALIAS
 from warehouse.processes import alive
 from warehouse.raw_tables import write
 
@@ -105,8 +123,11 @@ def record_run(
     """Record a run that is done with its writes (``finished``), inside the
     caller's transaction, so the run lands with what it wrote or not at all."""
     run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
+    written = _TX_ROWS.get()  # what this transaction wrote before the run row
     _start(con, run_id, kind, command, config, None)
-    _finish(con, run_id, "finished", counts)
+    _finish(
+        con, run_id, "finished", counts, written if _has_rows_written(con) else None
+    )
     return run_id
 
 
@@ -128,12 +149,15 @@ def _finish(
     run_id: str,
     status: str,
     counts: Mapping[str, Any] | None,
+    rows_written: int | None = None,
 ) -> None:
     con.execute(
         "update raw.runs set status = ?, finished_at = current_timestamp, "
-        "counts_json = ? where run_id = ?",
-        [status, canonical_json(dict(counts or {})), run_id],
-    )
+        "counts_json = ?" + (", rows_written = ?" if rows_written is not None else "")
+        + " where run_id = ?",
+        [status, canonical_json(dict(counts or {})),
+         *([rows_written] if rows_written is not None else []), run_id],
+    )  # fmt: skip
 
 
 def mark_interrupted(con: duckdb.DuckDBPyConnection) -> int:
@@ -172,15 +196,33 @@ def marker_dir(tmp_dir: Path) -> Path:
     return tmp_dir / MARKER_DIR
 
 
+def new_run_id(kind: str) -> str:
+    """A fresh run id: the kind (spaces as dashes) and 16 hex digits."""
+    return f"{kind.replace(' ', '-')}-{uuid.uuid4().hex[:16]}"
+
+
 @contextmanager
-def job_marker(tmp_dir: Path, kind: str, command: str) -> Iterator[str | None]:
+def job_marker(
+    tmp_dir: Path, kind: str, command: str, run_id: str | None = None
+) -> Iterator[str | None]:
     """Mark a job as running for the block; yields its run id (None when the
-    lake folder does not exist yet: a job that creates the lake goes unmarked)."""
-    if not tmp_dir.parent.is_dir():
+    marker cannot be written: a read-only lake). A job that creates the lake
+    makes the folders for its marker; those left empty are removed again."""
+    run_id = run_id or new_run_id(kind)
+    folder = marker_dir(tmp_dir)
+    if not tmp_dir.parent.parent.is_dir():  # no such place for a lake
         yield None
         return
-    run_id = f"{kind.replace(' ', '-')}-{uuid.uuid4().hex[:16]}"
-    folder = marker_dir(tmp_dir)
+    made = [p for p in (folder, folder.parent, folder.parent.parent) if not p.exists()]
+    try:
+        yield from _marked(folder, run_id, kind, command)
+    finally:
+        for path in made:  # innermost first; a lake now in them keeps them
+            with suppress(OSError):
+                path.rmdir()
+
+
+def _marked(folder: Path, run_id: str, kind: str, command: str) -> Iterator[str | None]:
     target = folder / f"{run_id}.json"
     record = {
         "run_id": run_id,
@@ -223,4 +265,226 @@ def job_markers(tmp_dir: Path) -> list[dict[str, Any]]:
             continue
         gone = record.get("host") == host and not alive(pid)
         found.append({**record, "status": "interrupted" if gone else "running"})
+    return found
+
+
+# --- jobs: one run row per command, written inside the job's own commits -----
+
+
+@dataclass
+class Job:
+    """A running job: what :func:`job` records, and the rows it wrote so far."""
+
+    run_id: str
+    kind: str
+    command: str
+    #: the lake folder whose commits carry the run row (None: no commit does)
+    root: str | None
+    config: dict[str, Any] = field(default_factory=dict)
+    #: rows written by the job's committed transactions
+    rows: int = 0
+    #: rows written in the transaction now open (dropped if it rolls back)
+    pending: int = 0
+    #: a commit of the job carried its run row
+    recorded: bool = False
+    #: the lake snapshot the job's last commit made (or, set by the job, the
+    #: one it read when it commits nothing)
+    snapshot: int | None = None
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    #: rows a commit wrote that :func:`note_rows` never saw (a build's marts,
+    #: published by SQL of their own), counted inside the commit
+    extra_rows: Callable[[duckdb.DuckDBPyConnection], int] | None = None
+
+
+_JOB: ContextVar[Job | None] = ContextVar("ragledger_job", default=None)
+#: rows written (:func:`note_rows`) in the transaction open now, job or not
+_TX_ROWS: ContextVar[int] = ContextVar("ragledger_transaction_rows", default=0)
+
+
+@contextmanager
+def job(
+    location: Any,
+    kind: str,
+    command: str,
+    config: Mapping[str, Any] | None = None,
+    *,
+    in_commits: bool = True,
+) -> Iterator[Job]:
+    """Run the block as one job of ``kind`` on the lake at ``location`` (a
+    :class:`warehouse.lake.Location`): a marker while it runs, and one raw.runs
+    row, written by each commit the block makes to that lake (see the module
+    docstring). A block that ends without a commit (or fails, or is
+    interrupted by Ctrl-C) is logged in the lake's ended-jobs file instead.
+
+    ``in_commits=False`` (``ragledger migrate``): the job builds its lake
+    elsewhere and renames it to ``location``, a copy that must hold exactly
+    the old tables (raw.runs too): its run is logged in the new lake's
+    ended-jobs file once it exists, and it leaves no marker (``location`` must
+    not exist while it runs). The job sets its ``rows`` and ``snapshot``."""
+    root = str(location.root) if in_commits else None
+    current = Job(new_run_id(kind), kind, command, root, dict(config or {}))
+    marking = (
+        job_marker(location.tmp_dir, kind, command, current.run_id) if in_commits
+        else nullcontext()
+    )  # fmt: skip
+    with marking:
+        token = _JOB.set(current)
+        try:
+            yield current
+        except BaseException as error:
+            _JOB.reset(token)
+            status = "finished" if _clean_exit(error) else (
+                "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+            )  # fmt: skip
+            if status != "finished" or not current.recorded:
+                _log_ended(location, current, status)
+            raise
+        _JOB.reset(token)
+        if not current.recorded:
+            _log_ended(location, current, "finished")
+
+
+def _clean_exit(error: BaseException) -> bool:
+    """``sys.exit(0)`` or click's ``ctx.exit(0)``: the job ended well."""
+    if isinstance(error, SystemExit):
+        return error.code in (0, None)
+    return getattr(error, "exit_code", None) == 0
+
+
+def current_job() -> Job | None:
+    """The job this code runs in (None outside :func:`job`)."""
+    return _JOB.get()
+
+
+def note_rows(count: int) -> None:
+    """Count ``count`` rows written in the open transaction to the running job."""
+    _TX_ROWS.set(_TX_ROWS.get() + int(count))
+    running = _JOB.get()
+    if running is not None:
+        running.pending += int(count)
+
+
+class JobCommit:
+    """The running job's part of one transaction (see :func:`job_commit`)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, running: Job | None) -> None:
+        self.con = con
+        self.job = running
+        self.total: int | None = None
+        if running is not None:
+            running.pending = 0
+
+    def before_commit(self) -> None:
+        """Write the job's run row (``finished``, rows so far) in this commit."""
+        if self.job is None:
+            return
+        extra = self.job.extra_rows(self.con) if self.job.extra_rows else 0
+        self.total = self.job.rows + self.job.pending + extra
+        _upsert(self.con, self.job, "finished", self.total)
+
+    def committed(self) -> None:
+        """The commit landed: its rows count as written."""
+        if self.job is not None and self.total is not None:
+            self.job.rows, self.job.pending = self.total, 0
+            self.job.recorded = True
+            with suppress(duckdb.Error):
+                self.job.snapshot = int(
+                    self.con.execute(
+                        f"select id from {LAKE_ALIAS}.current_snapshot()"
+                    ).fetchone()[0]
+                )
+
+
+def job_commit(con: duckdb.DuckDBPyConnection) -> JobCommit:
+    """Called by :func:`warehouse.connections.transaction` as it begins: the
+    running job, if ``con`` writes to its lake, gets its run row in the commit."""
+    _TX_ROWS.set(0)
+    running = _JOB.get()
+    if running is not None:
+        try:
+            root = con.execute("select getvariable('ragledger_lake_root')").fetchone()[
+                0
+            ]
+        except duckdb.Error:
+            root = None
+        if running.root is None or root != running.root:
+            running = None
+    return JobCommit(con, running)
+
+
+def _upsert(
+    con: duckdb.DuckDBPyConnection, running: Job, status: str, rows: int
+) -> None:
+    """The job's one run row, written or brought up to date (in the caller's
+    transaction)."""
+    if not con.execute(
+        "select 1 from raw.runs where run_id = ?", [running.run_id]
+    ).fetchone():
+        _start(con, running.run_id, running.kind, running.command, running.config, None)
+        con.execute(  # when the job began, not when its first commit did
+            "update raw.runs set started_at = ? where run_id = ?",
+            [running.started_at.astimezone().replace(tzinfo=None), running.run_id],
+        )
+    with_rows = _has_rows_written(con)
+    _finish(con, running.run_id, status, {"rows": rows}, rows if with_rows else None)
+
+
+def _has_rows_written(con: duckdb.DuckDBPyConnection) -> bool:
+    return bool(
+        con.execute(
+            "select count(*) from duckdb_columns() where schema_name = 'raw' and "
+            "table_name = 'runs' and column_name = 'rows_written' "
+            "and database_name = current_database()"
+        ).fetchone()[0]
+    )
+
+
+def _log_ended(location: Any, running: Job, status: str) -> None:
+    """The run of a job that ended without committing (a no-op, an export, a
+    failure before its commit): one line in ``<lake>/tmp/runs/ended.jsonl``,
+    not a lake commit, which would rewrite the published snapshot file (a copy
+    of the whole warehouse) and cut off its open connections for a job that
+    changed nothing. Never raises; no lake, no line."""
+    if not location.exists():
+        return
+    record = {
+        "run_id": running.run_id,
+        "kind": running.kind,
+        "command": running.command,
+        "status": status,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started_at": running.started_at.isoformat(timespec="seconds"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "snapshot": running.snapshot,
+        "rows_written": running.rows,
+    }
+    line = (json.dumps(record) + "\n").encode("utf-8")
+    with suppress(OSError):
+        folder = marker_dir(location.tmp_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / ENDED_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)  # one write of one line: appends never interleave
+        finally:
+            os.close(fd)
+
+
+#: The log of jobs that ended without a commit, in the marker folder.
+ENDED_LOG = "ended.jsonl"
+
+
+def ended_jobs(tmp_dir: Path) -> list[dict[str, Any]]:
+    """The lines of the ended-jobs log (see :func:`_log_ended`); unreadable
+    lines (a write cut by a full disk) are skipped."""
+    try:
+        text = (marker_dir(tmp_dir) / ENDED_LOG).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    found = []
+    for line in text.splitlines():
+        with suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict) and "run_id" in record:
+                found.append(record)
     return found

@@ -10,8 +10,9 @@ import click
 
 from analysis.selection import SELECTION_BOOTSTRAP_SEED
 from analysis.settings import AuditSettings
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import database_path, error_handler, job_fields, marks_job
 from ragledger.cli.console import RichProgress, console, errors, print_table
+from ragledger.cli.output import machine_output, write_records
 from warehouse.connections import default_database_path
 from warehouse.errors import WarehouseError
 
@@ -325,8 +326,10 @@ def _print_messages(run: Any) -> None:  # noqa: ANN401
     "analysis.audits.snapshot_id records which).",
 )
 @_counts
+@machine_output
 @click.pass_context
 @error_handler
+@marks_job("audit")
 def audit(
     ctx: click.Context,
     panels: tuple[str, ...],
@@ -343,6 +346,7 @@ def audit(
     no_write: bool,
     declared: tuple[str, ...],
     snapshot: int | None,
+    output_format: str,
     **values: Any,
 ) -> None:
     """Audit panels from the marts: retention, bootstraps, flips, nulls, EIV, McNemar.
@@ -352,12 +356,20 @@ def audit(
     analysis.reader_results in one transaction (reruns replace), and with
     --output writes summary.json, REPORT.md and report.html. With --current and
     --candidate it also reports what ragscale's `run` reports for that pair.
+
+    --format csv|json prints one record per audited panel: its block of
+    summary.json ("panels"; a declared pair is under "declared_pairs"), plus
+    run_id and snapshot (the lake snapshot audited). Context-selection
+    results and the multiplicity block are in summary.json (--output).
     """
     if stratify_by and cluster_by:
         raise click.UsageError("pass --stratify-by or --cluster-by, not both")
     from analysis.audit import DEFAULT_HINT_FIELDS, audit_warehouse
 
     path = database_path(ctx) or default_database_path()
+    from warehouse import pin
+
+    snapshot = pin(path, snapshot).snapshot  # the one snapshot every read sees
     progress = RichProgress()
     try:
         run = audit_warehouse(
@@ -383,7 +395,20 @@ def audit(
         )
     finally:
         progress.finish()
-    _print_audits(run)
+    if output_format != "table":
+        _print_messages(run)
+        fields = {**job_fields(), "snapshot": snapshot}
+        write_records(
+            [{**panel, **fields} for panel in run.document.get("panels", [])],
+            output_format,
+        )
+    else:
+        _print_audits(run)
+    from warehouse.runs import current_job
+
+    running = current_job()
+    if running is not None and running.snapshot is None:
+        running.snapshot = snapshot  # --no-write: the snapshot it read
     if run.rows_written:
         console.print(
             f"Wrote {run.rows_written} statistics to analysis.statistics in {path}"

@@ -161,27 +161,41 @@ def batch_options(count_option: str, unit: str) -> Callable[[F], F]:
 
 
 def marks_job(kind: str) -> Callable[[F], F]:
-    """Leave a job marker (:func:`warehouse.runs.job_marker`) in the lake's
-    ``tmp/`` while the command runs, so ``ragledger runs`` shows it running, or
-    interrupted if it is killed. Put it under :func:`error_handler`."""
+    """Run the command as a job of ``kind`` (:func:`warehouse.runs.job`): a
+    marker in the lake's ``tmp/`` while it runs (``ragledger runs`` shows it
+    running, or interrupted if it is killed) and one raw.runs row written in
+    the job's own commits (finished, with its rows and snapshot), or in one
+    small commit when it commits nothing or fails. Put it under
+    :func:`error_handler`."""
 
     def decorate(func: F) -> F:
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             from warehouse import lake
-            from warehouse.runs import job_marker
+            from warehouse.runs import job
 
             ctx = click.get_current_context()
             try:
-                tmp_dir = lake.resolve(database_path(ctx)).tmp_dir
+                location = lake.resolve(database_path(ctx))
             except WarehouseError:  # the command itself reports a bad --db
                 return func(*args, **kwargs)
-            with job_marker(tmp_dir, kind, command_line()):
+            with job(location, kind, command_line()):
                 return func(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def job_fields() -> dict[str, Any]:
+    """The running job's ``run_id`` and the lake ``snapshot`` it committed (or
+    read), for a command's csv/json record (see ``ragledger runs``)."""
+    from warehouse.runs import current_job
+
+    running = current_job()
+    if running is None:
+        return {"run_id": None, "snapshot": None}
+    return {"run_id": running.run_id, "snapshot": running.snapshot}
 
 
 def command_line() -> str:

@@ -12,8 +12,9 @@ from rich.markup import escape
 import warehouse
 from analysis.panel_definitions import define_panel as store_panel_definition
 from analysis.panel_definitions import read_items_file
-from ragledger.cli.common import database_path, error_handler, marks_job
+from ragledger.cli.common import database_path, error_handler, job_fields, marks_job
 from ragledger.cli.console import console, errors, print_table
+from ragledger.cli.output import machine_output, say, write_records
 from warehouse import dbt_runner, marts
 from warehouse.errors import WarehouseError
 
@@ -55,6 +56,7 @@ from warehouse.errors import WarehouseError
     type=click.Path(file_okay=False),
     help="dbt log directory (default: one per warehouse under dbt_project/logs).",
 )
+@machine_output
 @click.pass_context
 @error_handler
 @marks_job("build")
@@ -66,6 +68,7 @@ def build(
     full_refresh: bool,
     target_path: str | None,
     log_path: str | None,
+    output_format: str,
 ) -> None:
     """Refresh the marts: run `dbt build` (models, unit tests, data tests).
 
@@ -76,7 +79,17 @@ def build(
     test fails, after listing the failing rows of each failed test (for a
     panel whose readers received different artifacts: the panel and the
     item); the marts in the lake then stay as they were.
+
+    --format csv|json prints one record (progress goes to stderr): status
+    (published, current, failed), exit_code, snapshot_read,
+    snapshot_published, published (the marts), problems (failed or warned
+    tests), run_id and snapshot.
     """
+    from warehouse.runs import current_job
+
+    running = current_job()
+    if running is not None:  # the build's rows: what its published marts hold
+        running.extra_rows = _mart_rows
     result = dbt_runner.build(
         database_path(ctx),
         select=select,
@@ -84,24 +97,65 @@ def build(
         dbt_vars={"artifact_identity_severity": "warn"} if allow_violated else None,
         target_path=target_path,
         log_path=log_path,
-        on_line=click.echo,
-        colors=sys.stdout.isatty(),
+        on_line=lambda line: say(line, output_format),
+        colors=sys.stdout.isatty() and output_format == "table",
         full_refresh=full_refresh,
     )
     _report_problems(result.problems)
+    if running is not None and result.snapshot_published is None:
+        running.snapshot = result.snapshot_read  # what `ragledger runs` shows
+    status = (
+        "failed" if not result.ok
+        else "published" if result.snapshot_published is not None else "current"
+    )  # fmt: skip
+    write_records(
+        [
+            {"status": status, "exit_code": result.exit_code,
+             "snapshot_read": result.snapshot_read,
+             "snapshot_published": result.snapshot_published,
+             "published": list(result.published),
+             "problems": [_problem(problem) for problem in result.problems],
+             **job_fields()}
+        ],
+        output_format,
+    )  # fmt: skip
     if not result.ok:
         errors.print(f"[bold red]dbt build failed[/] (exit code {result.exit_code})")
         ctx.exit(result.exit_code)
     if result.snapshot_published is not None:
-        click.echo(
+        say(
             f"published lake snapshot {result.snapshot_published} "
-            f"({len(result.published)} marts: {', '.join(result.published)})"
+            f"({len(result.published)} marts: {', '.join(result.published)})",
+            output_format,
         )
     else:
-        click.echo(
+        say(
             f"published nothing: the marts in the lake are current "
-            f"(built from lake snapshot {result.snapshot_read})"
+            f"(built from lake snapshot {result.snapshot_read})",
+            output_format,
         )
+
+
+def _problem(problem: dbt_runner.TestProblem) -> dict[str, Any]:
+    return {
+        "name": problem.name,
+        "status": problem.status,
+        "failures": problem.failures,
+        "message": problem.message,
+        "rows": problem.describe_rows(),
+    }
+
+
+def _mart_rows(con: Any) -> int:
+    """Rows the lake's marts hold (inside the publish transaction)."""
+    tables = con.execute(
+        "select table_name from duckdb_tables() where database_name = 'lake' "
+        "and schema_name = 'marts'"
+    ).fetchall()
+    return sum(
+        con.execute(f'select count(*) from lake.marts."{name}"').fetchone()[0]
+        for (name,) in tables
+    )
 
 
 def _report_problems(problems: tuple[dbt_runner.TestProblem, ...]) -> None:
@@ -151,9 +205,12 @@ PANEL_ORDER = (
     is_flag=True,
     help="Per panel: each reader's raw mean, compressed mean, gain, rescue and damage share.",
 )
+@machine_output
 @click.pass_context
 @error_handler
-def panels(ctx: click.Context, dataset: str | None, detail: bool) -> None:
+def panels(
+    ctx: click.Context, dataset: str | None, detail: bool, output_format: str
+) -> None:
     """List the panels of the marts with their footprint and verdict.
 
     A panel is defined by its rows and the readers that cover all of them. Per
@@ -165,6 +222,10 @@ def panels(ctx: click.Context, dataset: str | None, detail: bool) -> None:
     Verdict: verified (every reader received the same artifact hash on every
     row), unverified (the source has no hashes, as the released matrix) or
     violated.
+
+    --format csv|json prints one record per panel: the dim_panels columns,
+    excluded_readers (reader_id, covered_row_count, row_count) and, with
+    --detail, readers (one object per member reader, then "(pooled)").
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -188,13 +249,22 @@ def panels(ctx: click.Context, dataset: str | None, detail: bool) -> None:
         details = _read_details(con) if detail else {}
     finally:
         con.close()
+    excluded_by_panel: dict[str, list[dict[str, Any]]] = {}
+    for row in excluded:
+        excluded_by_panel.setdefault(row["panel_id"], []).append(row)
+    if output_format != "table":
+        write_records(
+            [
+                _panel_record(panel, excluded_by_panel, details if detail else None)
+                for panel in panel_rows
+            ],
+            output_format,
+        )
+        return
     if not panel_rows:
         where = f" for dataset {dataset}" if dataset else ""
         console.print(f"no panels{where}")
         return
-    excluded_by_panel: dict[str, list[dict[str, Any]]] = {}
-    for row in excluded:
-        excluded_by_panel.setdefault(row["panel_id"], []).append(row)
     print_table(
         [
             "panel",
@@ -256,6 +326,7 @@ def panels(ctx: click.Context, dataset: str | None, detail: bool) -> None:
 )
 @click.pass_context
 @error_handler
+@marks_job("panels define")
 def define_panel(
     ctx: click.Context,
     name: str,
@@ -290,6 +361,32 @@ def define_panel(
         f"{verb} panel {escape(name)}: {len(reader_ids)} readers of {escape(dataset)} "
         f"on {rows}; run `ragledger build` to build it"
     )
+
+
+#: --detail columns per member reader (the table's, as record keys)
+DETAIL_FIELDS = (
+    "reader_id", "reader_family", "raw_mean", "compressed_mean", "gain",
+    "rescue_share", "damage_share",
+)  # fmt: skip
+
+
+def _panel_record(
+    panel: dict[str, Any],
+    excluded_by_panel: dict[str, list[dict[str, Any]]],
+    details: dict[str, list[tuple[Any, ...]]] | None,
+) -> dict[str, Any]:
+    """One panel for --format csv|json: its columns, excluded readers, detail."""
+    record = {name: panel[name] for name in PANEL_COLUMNS}
+    record["excluded_readers"] = [
+        {key: row[key] for key in ("reader_id", "covered_row_count", "row_count")}
+        for row in excluded_by_panel.get(panel["panel_id"], [])
+    ]
+    if details is not None:
+        record["readers"] = [
+            dict(zip(DETAIL_FIELDS, row, strict=True))
+            for row in details.get(panel["panel_id"], [])
+        ]
+    return record
 
 
 def _condition(panel: dict[str, Any]) -> str:

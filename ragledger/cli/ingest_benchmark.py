@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from ingest.benchmarks import ingest_benchmark, parse_slice
-from ragledger.cli.common import database_path, error_handler, marks_job
+from ragledger.cli.common import database_path, error_handler, job_fields, marks_job
 from ragledger.cli.console import RichProgress, console
+from ragledger.cli.output import machine_output, write_records
 from warehouse import connect
 
 
@@ -45,6 +48,7 @@ from warehouse import connect
     is_flag=True,
     help="Overwrite a dataset id loaded from another file or slice.",
 )
+@machine_output
 @click.pass_context
 @error_handler
 @marks_job("ingest benchmark")
@@ -58,6 +62,7 @@ def benchmark(
     document_manifest: str | None,
     haystack_dir: str | None,
     replace: bool,
+    output_format: str,
 ) -> None:
     """Load benchmark NAME from PATH (never downloads).
 
@@ -65,6 +70,8 @@ def benchmark(
     triviaqa. Items, pools (ordered passages or source documents), gold evidence
     spans and the benchmark's raw policies land in one transaction; a malformed file
     writes nothing. Reloading the same file and slice changes nothing.
+    --format csv|json prints one record: dataset_id, status (loaded, replaced,
+    unchanged), the counts, run_id and snapshot (see `ragledger runs`).
     """
     slice_ = parse_slice(slice_first, slice_ids)
     con = connect(database_path(ctx))
@@ -82,6 +89,7 @@ def benchmark(
         )
     finally:
         con.close()
+    write_records([{**dataclasses.asdict(result), **job_fields()}], output_format)
     if result.status == "unchanged":
         console.print(
             f"{result.dataset_id}: already loaded from this file and slice (no change)"

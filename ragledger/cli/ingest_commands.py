@@ -9,7 +9,11 @@ from ragledger.cli import ingest_benchmark, ingest_matrix, ingest_ragscale
 
 @click.group()
 def ingest() -> None:
-    """Load outcome and benchmark files into the warehouse (each load is one transaction)."""
+    """Load outcome and benchmark files into the warehouse (each load is one transaction).
+
+    Each subcommand takes --format table|csv|json (one record per load, with
+    the run id and snapshot `ragledger runs` lists it under).
+    """
 
 
 for _module in (ingest_matrix, ingest_ragscale, ingest_benchmark):

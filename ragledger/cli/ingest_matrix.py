@@ -8,8 +8,9 @@ import click
 
 import warehouse
 from ingest.matrix import PUBLISHED_COUNTS, load_matrix
-from ragledger.cli.common import database_path, error_handler, marks_job
+from ragledger.cli.common import database_path, error_handler, job_fields, marks_job
 from ragledger.cli.console import RichProgress, console, errors, print_table
+from ragledger.cli.output import machine_output, write_records
 
 
 @click.command("matrix")
@@ -23,17 +24,25 @@ from ragledger.cli.console import RichProgress, console, errors, print_table
     is_flag=True,
     help="Swap out the file a release already holds (default: refuse).",
 )
+@machine_output
 @click.pass_context
 @error_handler
 @marks_job("ingest matrix")
 def matrix_command(
-    ctx: click.Context, path: Path, release: str | None, replace: bool
+    ctx: click.Context,
+    path: Path,
+    release: str | None,
+    replace: bool,
+    output_format: str,
 ) -> None:
     """Load the released interaction matrix (interaction_matrix.csv or .csv.gz).
 
     Rows go into raw.matrix_rows exactly as published, stamped with the file's
     sha256 and line number, in one transaction. Loading the same content again
     is a no-op; per-dataset counts that differ from the published ones warn.
+    --format csv|json prints one record: release, file_sha256, file_name,
+    row_count, loaded (false: already loaded), replaced, datasets (rows per
+    dataset), warnings, run_id and snapshot (see `ragledger runs`).
     """
     con = warehouse.connect(database_path(ctx))
     try:
@@ -45,7 +54,20 @@ def matrix_command(
     for warning in result.warnings:
         errors.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     console.print(result.message, highlight=False)
-    if result.loaded:
+    if output_format != "table":
+        record = {
+            "release": result.release,
+            "file_sha256": result.file_sha256,
+            "file_name": result.file_name,
+            "row_count": result.row_count,
+            "loaded": result.loaded,
+            "replaced": result.replaced,
+            "datasets": dict(result.dataset_counts),
+            "warnings": list(result.warnings),
+            **job_fields(),
+        }
+        write_records([record], output_format)
+    elif result.loaded:
         print_table(
             ["dataset", "rows", "published"],
             [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
@@ -9,8 +10,9 @@ import click
 import warehouse
 from ingest.families import load_families
 from ingest.ragscale import load_ragscale
-from ragledger.cli.common import database_path, error_handler, marks_job
+from ragledger.cli.common import database_path, error_handler, job_fields, marks_job
 from ragledger.cli.console import RichProgress, console, errors
+from ragledger.cli.output import machine_output, write_records
 
 
 @click.command("ragscale")
@@ -32,6 +34,7 @@ from ragledger.cli.console import RichProgress, console, errors
 @click.option(
     "--replace", is_flag=True, help="Swap a dataset already loaded from other files."
 )
+@machine_output
 @click.pass_context
 @error_handler
 @marks_job("ingest ragscale")
@@ -41,12 +44,15 @@ def ragscale_command(
     dataset_file: Path | None,
     scores_file: Path | None,
     replace: bool,
+    output_format: str,
 ) -> None:
     """Load a ragscale audit folder (dataset JSONL, artifact manifest, scores).
 
     Checks every stored artifact against its hash and that every reader received
     the same artifact on every item, then writes items, pools, artifacts, readers,
-    generations and scores in one transaction.
+    generations and scores in one transaction. --format csv|json prints one
+    record: dataset_id, status (loaded, replaced, unchanged), the counts,
+    warnings, run_id and snapshot (see `ragledger runs`).
     """
     con = warehouse.connect(database_path(ctx))
     try:
@@ -63,6 +69,7 @@ def ragscale_command(
     for warning in result.warnings:
         errors.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     console.print(result.summary(), highlight=False)
+    write_records([{**dataclasses.asdict(result), **job_fields()}], output_format)
 
 
 @click.command("families")
@@ -71,13 +78,18 @@ def ragscale_command(
     required=False,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
 )
+@machine_output
 @click.pass_context
 @error_handler
 @marks_job("ingest families")
-def families_command(ctx: click.Context, csv_file: Path | None) -> None:
+def families_command(
+    ctx: click.Context, csv_file: Path | None, output_format: str
+) -> None:
     """Load reader families: a user CSV (reader_model,family) that overrides the default map.
 
     Without CSV_FILE, (re)loads the default map shipped with ragledger.
+    --format csv|json prints one record: source, rows, families, file_sha256,
+    run_id and snapshot.
     """
     con = warehouse.connect(database_path(ctx))
     try:
@@ -85,6 +97,7 @@ def families_command(ctx: click.Context, csv_file: Path | None) -> None:
     finally:
         con.close()
     console.print(result.summary(), highlight=False)
+    write_records([{**dataclasses.asdict(result), **job_fields()}], output_format)
 
 
 COMMANDS: list[click.Command] = [ragscale_command, families_command]

@@ -1,19 +1,28 @@
-"""One output convention for commands that print rows (``sql``, ``runs``).
+"""One output convention for commands that print rows or results: ``sql``,
+``runs``, ``panels``, ``audit``, ``build``, ``export parquet`` and every
+``ingest`` subcommand.
 
 ``--format table`` is for people: a rich table when it fits the terminal width,
 else one block per row of ``column: value`` lines (DuckDB's ``.mode line``).
 ``--format csv`` is a header line then one line per row; ``--format json`` is
 one JSON array of objects (one object per line inside it). csv and json are
 written as the rows arrive, so a long result is never held whole in memory.
+
+With csv or json, stdout holds that output and nothing else: progress lines
+and messages go to stderr (:func:`machine_output`), so
+``ragledger ... --format json | python -c 'import json,sys; json.load(sys.stdin)'``
+works. A value that is itself a list or an object is one JSON text in its csv
+cell.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import click
 from rich.table import Table
@@ -22,6 +31,8 @@ from rich.text import Text
 from ragledger.cli.console import _cell, console
 
 FORMATS = ("table", "csv", "json")
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def format_option(default: str = "table") -> Any:
@@ -32,7 +43,10 @@ def format_option(default: str = "table") -> Any:
         type=click.Choice(FORMATS),
         default=default,
         show_default=True,
-        help="table for people; csv, or json (one array of objects), for scripts.",
+        help=(
+            "table for people; csv, or json (one array of objects), for scripts "
+            "(alone on stdout; messages and progress on stderr)."
+        ),
     )
 
 
@@ -116,3 +130,56 @@ def write_table(
             for name, value in zip(names, row, strict=True)
         )
     click.echo("\n".join(lines))
+
+
+def machine_output(func: F) -> F:
+    """``--format table|csv|json`` for a command that prints a result, with
+    everything but the csv/json on stderr while it runs: the command receives
+    ``output_format`` and prints its records with :func:`write_records`; what
+    it prints to ``console`` (messages, the human tables) goes to stderr, and
+    :func:`say` goes there too."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("output_format", "table") == "table":
+            return func(*args, **kwargs)
+        console.file = sys.stderr
+        try:
+            return func(*args, **kwargs)
+        finally:
+            console.file = None  # type: ignore[assignment]  # back to sys.stdout
+
+    return format_option()(wrapper)  # type: ignore[return-value]
+
+
+def say(text: str, output_format: str) -> None:
+    """A line for people: stdout with ``--format table``, else stderr."""
+    click.echo(text, err=output_format != "table")
+
+
+def write_records(
+    records: Sequence[dict[str, Any]],
+    output_format: str,
+    columns: Sequence[str] | None = None,
+) -> None:
+    """Print ``records`` as csv or json (``table``: nothing; the command prints
+    its own table). csv columns: ``columns``, else the keys of the records in
+    first-seen order; a list or object value is one JSON text in its cell."""
+    if output_format == "json":
+        write_json(records)
+        return
+    if output_format != "csv":
+        return
+    if columns is None:
+        columns = list(dict.fromkeys(key for record in records for key in record))
+    write_rows(
+        columns,
+        ([_csv_cell(record.get(column)) for column in columns] for record in records),
+        "csv",
+    )
+
+
+def _csv_cell(value: Any) -> Any:
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, default=str)
+    return value

@@ -14,7 +14,7 @@ from ragledger.cli.common import database_path, error_handler
 from ragledger.cli.console import console, errors
 from ragledger.cli.output import format_option, write_json, write_rows, write_table
 from warehouse import lake
-from warehouse.runs import job_markers
+from warehouse.runs import ended_jobs, job_markers
 
 #: Tables whose rows carry the run that wrote them, with the label each count gets.
 RUN_TABLES = (
@@ -30,6 +30,7 @@ STATUSES = ("running", "finished", "failed", "interrupted")
 #: ``runs --format csv`` columns before ``counts`` (a JSON object per run).
 CSV_FIELDS = (
     "run_id", "kind", "command", "status", "started_at", "finished_at", "snapshot",
+    "rows_written",
 )  # fmt: skip
 
 
@@ -44,9 +45,18 @@ def list_runs(
         ).fetchall()
     }
     tables = [(table, label) for table, label in RUN_TABLES if table in present]
+    written = (
+        "rows_written"
+        if con.execute(
+            "select count(*) from duckdb_columns() where schema_name = 'raw' and "
+            "table_name = 'runs' and column_name = 'rows_written' "
+            "and database_name = current_database()"
+        ).fetchone()[0]
+        else "null"
+    )  # a lake older than migration 0013, read without migrating it
     rows = con.execute(
-        "select run_id, kind, command, status, started_at, finished_at, config_json "
-        "from raw.runs where ? is null or kind = ? "
+        "select run_id, kind, command, status, started_at, finished_at, config_json, "
+        f"{written} from raw.runs where ? is null or kind = ? "
         "order by started_at desc, run_id desc " + ("limit ?" if limit else ""),
         [kind, kind, *([limit] if limit else [])],
     ).fetchall()
@@ -62,9 +72,20 @@ def list_runs(
             counts[run_id][label] = count
     snapshots = _snapshots(con, ids)
     runs = []
-    for run_id, kind_, command, status, started, finished, config_json in rows:
+    for (
+        run_id,
+        kind_,
+        command,
+        status,
+        started,
+        finished,
+        config_json,
+        rows_written,
+    ) in rows:
         config = _config(config_json)
         run_counts = dict(counts[run_id])
+        if rows_written is None and run_counts:  # compile, replay: rows per table
+            rows_written = sum(run_counts.values())
         if "calls" in config:  # replay: the calls it planned
             run_counts = {"planned": config["calls"], **run_counts}
         runs.append(
@@ -76,6 +97,7 @@ def list_runs(
                 "started_at": _time(started),
                 "finished_at": _time(finished),
                 "snapshot": snapshots.get(run_id),
+                "rows_written": rows_written,
                 "counts": run_counts,
             }
         )
@@ -103,29 +125,50 @@ def _snapshots(con: Any, ids: list[str]) -> dict[str, int]:
 
 def marked_runs(tmp_dir: Any, kind: str | None = None) -> list[dict[str, Any]]:
     """Jobs that left a marker (:func:`warehouse.runs.job_markers`): ``running``,
-    or ``interrupted`` when killed, in the shape of :func:`list_runs`."""
-    runs = []
-    for marker in job_markers(tmp_dir):
-        if kind is not None and marker.get("kind") != kind:
+    or ``interrupted`` when killed; then the jobs that ended without a commit
+    (:func:`warehouse.runs.ended_jobs`), each with its status. In the shape of
+    :func:`list_runs`; a job in both is listed as it ended."""
+    runs: dict[str, dict[str, Any]] = {}
+    for record in [*job_markers(tmp_dir), *ended_jobs(tmp_dir)]:
+        if kind is not None and record.get("kind") != kind:
             continue
-        started = marker.get("started_at")
-        with suppress(TypeError, ValueError):
-            started = _time(
-                datetime.fromisoformat(started).astimezone().replace(tzinfo=None)
-            )
-        runs.append(
-            {
-                "run_id": marker.get("run_id"),
-                "kind": marker.get("kind"),
-                "command": marker.get("command"),
-                "status": marker["status"],
-                "started_at": started,
-                "finished_at": None,
-                "snapshot": None,
-                "counts": {},
-            }
-        )
-    return runs
+        runs[record.get("run_id")] = {
+            "run_id": record.get("run_id"),
+            "kind": record.get("kind"),
+            "command": record.get("command"),
+            "status": record.get("status"),
+            "started_at": _local(record.get("started_at")),
+            "finished_at": _local(record.get("finished_at")),
+            "snapshot": record.get("snapshot"),
+            "rows_written": record.get("rows_written"),
+            "counts": {},
+        }
+    return list(runs.values())
+
+
+def _local(stamp: Any) -> Any:
+    """An ISO time with its zone (a marker's) as the local time raw.runs shows."""
+    if not stamp:
+        return None
+    with suppress(TypeError, ValueError):
+        return _time(datetime.fromisoformat(stamp).astimezone().replace(tzinfo=None))
+    return stamp
+
+
+def _merge_marked(
+    runs: list[dict[str, Any]], marked: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A job of several commits whose run row an earlier commit wrote is still
+    running, was killed, or failed after it: its marker's or its log line's
+    status wins, the row keeps the rows and snapshot that landed. Returns the
+    runs and the marked jobs without a row."""
+    status = {run["run_id"]: run["status"] for run in marked}
+    merged = [
+        {**run, "status": status[run["run_id"]]} if run["run_id"] in status else run
+        for run in runs
+    ]
+    listed = {run["run_id"] for run in runs}
+    return merged, [run for run in marked if run["run_id"] not in listed]
 
 
 def _config(text: str | None) -> dict[str, Any]:
@@ -158,11 +201,15 @@ def runs_command(
 ) -> None:
     """List the runs recorded in raw.runs, newest first.
 
-    Each run shows its id, command, status (running, finished, failed, or
-    interrupted: killed before it finished, marked when the next run starts),
-    start and finish times, the lake snapshot it committed (for `sql --at`)
-    and the rows it wrote per table. Ingests and builds that are running, or
-    were killed, are listed too (from their marker files in the lake's tmp/).
+    Every job is recorded: init, ingest, build, compile, replay, rescore,
+    audit, panels define, maintain, migrate, export. Each run shows its id,
+    command, status (running; finished; failed; or interrupted: killed before
+    it finished), start and finish times, the lake snapshot it committed
+    (`ragledger sql --at SNAPSHOT` reads the lake as that run left it), the
+    rows it wrote, and rows per table for compile and replay. A job's run row
+    is written in the same commit as its data, so a killed job leaves either
+    both or neither; a running or killed job is listed from the marker file it
+    keeps in the lake's tmp/runs/ while it runs.
     """
     if as_json:
         if output_format not in ("table", "json"):
@@ -180,6 +227,7 @@ def runs_command(
     finally:
         con.close()
     marked = marked_runs(location.tmp_dir, kind)
+    runs, marked = _merge_marked(runs, marked)
     total += len(marked)
     runs = sorted(runs + marked, key=lambda run: run["started_at"] or "", reverse=True)
     runs = runs[:limit] if limit else runs
@@ -198,7 +246,16 @@ def runs_command(
         console.print("no runs" + (f" of kind {kind}" if kind else ""))
     else:
         write_table(
-            ["run", "command", "status", "started", "finished", "snapshot", "counts"],
+            [
+                "run",
+                "command",
+                "status",
+                "started",
+                "finished",
+                "snapshot",
+                "rows",
+                "counts",
+            ],
             [
                 (
                     run["run_id"],
@@ -207,6 +264,7 @@ def runs_command(
                     run["started_at"],
                     run["finished_at"],
                     run["snapshot"],
+                    run["rows_written"],
                     ", ".join(f"{key} {value}" for key, value in run["counts"].items()),
                 )
                 for run in runs

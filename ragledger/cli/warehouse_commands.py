@@ -8,11 +8,25 @@ from pathlib import Path
 import click
 
 import warehouse
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import (
+    command_line,
+    database_path,
+    error_handler,
+    job_fields,
+    marks_job,
+)
 from ragledger.cli.console import console, print_table
-from ragledger.cli.output import count_rest, fetch_rows, format_option, write_rows
+from ragledger.cli.output import (
+    count_rest,
+    fetch_rows,
+    format_option,
+    machine_output,
+    write_records,
+    write_rows,
+)
 from warehouse import lake, maintenance
 from warehouse.exports import export_parquet
+from warehouse.runs import job
 from warehouse.schema import schema_version
 from warehouse.sql_guard import reader_connection, run_query
 
@@ -23,6 +37,7 @@ TABLE_ROWS = 200
 @click.command("init")
 @click.pass_context
 @error_handler
+@marks_job("init")
 def init_command(ctx: click.Context) -> None:
     """Create the warehouse (or bring its schema up to date) and load the default family map."""
     location = lake.resolve(database_path(ctx))
@@ -119,21 +134,26 @@ def export_group() -> None:
         "or overwritten."
     ),
 )
+@machine_output
 @click.pass_context
 @error_handler
+@marks_job("export parquet")
 def export_parquet_command(
     ctx: click.Context,
     directory: Path,
     schemas: tuple[str, ...],
     snapshot: int | None,
     force: bool,
+    output_format: str,
 ) -> None:
     """Write one snapshot as DIRECTORY/<schema>/<table>/*.parquet plus manifest.json.
 
     The matrix is partitioned by dataset; the folder appears whole (written
     beside it and renamed into place) or not at all. DIRECTORY must be new,
     empty or an earlier export (replaced whole); a non-empty folder needs
-    --force; a folder inside a lake, or holding one, is refused.
+    --force; a folder inside a lake, or holding one, is refused. --format
+    csv|json prints one record per table: table, rows, files, snapshot (the
+    one exported), directory and run_id.
     """
     manifest = export_parquet(
         database_path(ctx), directory, schemas=schemas, snapshot=snapshot, force=force
@@ -142,7 +162,22 @@ def export_parquet_command(
         (f"{entry['schema']}.{entry['table']}", entry["row_count"], len(entry["files"]))
         for entry in manifest["tables"]
     ]
-    print_table(["table", "rows", "files"], rows)
+    from warehouse.runs import current_job
+
+    running = current_job()
+    if running is not None:  # what `ragledger runs` shows for this export
+        running.snapshot = manifest["snapshot_id"]
+    if output_format == "table":
+        print_table(["table", "rows", "files"], rows)
+    write_records(
+        [
+            {"table": table, "rows": count, "files": files,
+             "snapshot": manifest["snapshot_id"], "directory": str(directory),
+             "run_id": job_fields()["run_id"]}
+            for table, count, files in rows
+        ],
+        output_format,
+    )  # fmt: skip
     console.print(f"snapshot {manifest['snapshot_id']} -> {directory}/manifest.json")
 
 
@@ -158,6 +193,7 @@ def export_parquet_command(
 )
 @click.pass_context
 @error_handler
+@marks_job("maintain")
 def maintain_command(ctx: click.Context, keep_days: str) -> None:
     """Compact small data files, expire old snapshots and remove orphan files.
 
@@ -167,6 +203,15 @@ def maintain_command(ctx: click.Context, keep_days: str) -> None:
     """
     days = maintenance.parse_keep_days(keep_days)
     report = maintenance.maintain(database_path(ctx), keep_days=days)
+    from warehouse.runs import current_job
+
+    running = current_job()
+    if running is not None:  # DuckLake's own commits: `runs` shows where they led
+        con = warehouse.connect(database_path(ctx), read_only=True)
+        try:
+            running.snapshot = warehouse.current_snapshot(con)
+        finally:
+            con.close()
     for key, value in report.items():
         console.print(f"{key}: {value}")
 
@@ -184,12 +229,19 @@ def migrate_command(ctx: click.Context, old: Path) -> None:
     leaves no lake behind.
     """
     target = database_path(ctx)
-    report = maintenance.migrate_single_file(old, target)
+    made = lake.resolve(target or maintenance.migration_target(old.absolute()))
+    with job(made, "migrate", command_line(), in_commits=False) as running:
+        report = maintenance.migrate_single_file(old, target)
+        running.rows = sum(rows for _, rows, _ in report)
+        con = warehouse.connect(made, read_only=True)
+        try:
+            running.snapshot = warehouse.current_snapshot(con)
+        finally:
+            con.close()
     print_table(
         ["table", "rows", "content sha256"],
         [(name, rows, digest[:16]) for name, rows, digest in report],
     )
-    made = lake.resolve(target or maintenance.migration_target(old.absolute()))
     console.print(f"warehouse {made.root}: use --db {made.snapshot_file}")
 
 

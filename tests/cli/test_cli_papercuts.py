@@ -150,8 +150,10 @@ def test_runs_lists_each_run_with_status_and_counts(db):
         "started_at": "2000-01-01 00:00:00",
         "finished_at": None,
         "snapshot": None,
+        "rows_written": None,
         "counts": {},
     }
+    assert newest["rows_written"] == sum(newest["counts"].values()) > 3  # per table
     table = run("runs", "--db", str(db), env={"COLUMNS": "160"})
     assert "interrupted" in table.output and compile_id in table.output
     assert "compilations 3" in table.output

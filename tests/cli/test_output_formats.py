@@ -30,6 +30,7 @@ def db(tmp_path_factory):
     assert done.exit_code == 0, done.output
     con = warehouse.connect(path)
     try:
+        con.execute("delete from raw.runs")  # init's own run: not this test's
         con.execute(
             "insert into raw.runs (run_id, kind, command, status, started_at) values "
             "('old-run', 'replay', 'ragledger replay', 'interrupted', "

@@ -41,7 +41,11 @@ import pyarrow as pa
 
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_json
-from warehouse.table_contracts import KEY_DEFAULTS, RawTable, table
+from warehouse.table_contracts import KEY_DEFAULTS, POLICY_COLUMNS, RawTable, table
+
+# the loaders' column lists, kept importable from here (they live in the contracts)
+from warehouse.table_contracts import READER_COLUMNS as READER_COLUMNS
+from warehouse.table_contracts import SOURCE_FILE_COLUMNS as SOURCE_FILE_COLUMNS
 
 _counter = itertools.count()
 
@@ -111,6 +115,31 @@ def write_from(
     _check_batch_keys(con, contract, relation, None)
     count = con.execute(f"select count(*) from {relation}").fetchone()[0]
     return _apply(con, contract, tuple(columns), relation, count)
+
+
+def write_dicts(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    rows: Iterable[Mapping[str, Any]],
+) -> WriteResult:
+    """Like :func:`write` for rows given as ``{column: value}``: the columns and
+    their order are the contract's (``RawTable.columns``); every row of a batch
+    gives the same columns (any subset of the contract's, the key included)."""
+    contract = table(name)
+    rows = list(rows)
+    if not rows:
+        return WriteResult(0)
+    given = set(rows[0])
+    columns = tuple(column for column in contract.columns if column in given)
+    unknown = sorted(given - set(columns))
+    if unknown:
+        raise WarehouseError(
+            f"{name}: no column(s) {', '.join(unknown)}; "
+            f"its columns: {', '.join(contract.columns) or 'not declared'}"
+        )
+    if any(set(row) != given for row in rows):
+        raise WarehouseError(f"{name}: the rows of one write give different columns")
+    return write(con, name, columns, [tuple(row[c] for c in columns) for row in rows])
 
 
 #: RE2: a cell of only what ``str.strip`` strips (an empty key).
@@ -449,38 +478,6 @@ def policy_row(
         sha256_json(dict(config)),
         description,
     )
-
-
-POLICY_COLUMNS = (
-    "policy_id",
-    "kind",
-    "name",
-    "version",
-    "config_json",
-    "config_hash",
-    "description",
-)
-
-
-SOURCE_FILE_COLUMNS = (
-    "file_sha256",
-    "kind",
-    "file_name",
-    "path",
-    "byte_size",
-    "row_count",
-)
-READER_COLUMNS = (
-    "reader_id",
-    "model",
-    "family",
-    "backend",
-    "api_base",
-    "parameters_json",
-    "prompt_template_hash",
-    "config_hash",
-    "source",
-)
 
 
 def register_policies(

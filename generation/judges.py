@@ -58,6 +58,7 @@ from generation.backends.retry import (
     RetryPolicy,
     call_with_retries,
 )
+from generation.datasets import dataset_benchmark as _benchmark
 from generation.journal import batch_settings
 from generation.prompts import PromptTemplate
 from generation.readers import JudgeSpec
@@ -481,10 +482,3 @@ def _write(
         write_rows(con, "raw.generation_attempts", ATTEMPT_COLUMNS, attempt_rows)
         write_rows(con, "raw.judge_verdicts", VERDICT_COLUMNS, verdict_rows)
         write_rows(con, "raw.scores", SCORE_COLUMNS, score_rows)
-
-
-def _benchmark(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str | None:
-    row = con.execute(
-        "select benchmark from raw.datasets where dataset_id = ?", [dataset_id]
-    ).fetchone()
-    return row[0] if row else None

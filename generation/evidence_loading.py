@@ -120,7 +120,8 @@ def _policy_of(
             f"as {', '.join(versions)}; name one"
         )
     if not versions:
-        raise WarehouseError(_unknown_evidence(con, dataset_id, entry, name, compiled))
+        valid = _evidence_names(compiled) if compiled else "none (compile first)"
+        raise WarehouseError(_unknown_evidence(con, dataset_id, entry, name, valid))
     return versions[0]
 
 
@@ -139,8 +140,9 @@ def _unknown_evidence(
     dataset_id: str,
     entry: str,
     name: str,
-    compiled: Compiled,
+    valid: str,
 ) -> str:
+    """Why ``entry`` names nothing compiled (``valid``: the names that do)."""
     pooled = con.execute(
         "select count(*) from raw.policy_pools where dataset_id = ? and policy_id = ?",
         [dataset_id, name],
@@ -151,7 +153,6 @@ def _unknown_evidence(
             f"as pools, not yet as artifacts; run `ragledger compile --policy {name} "
             f"--dataset {dataset_id}` first"
         )
-    valid = _evidence_names(compiled) if compiled else "none (compile first)"
     return (
         f"no stored artifacts for dataset {dataset_id!r} under {entry!r}; "
         f"valid names: raw, {valid}"

@@ -64,8 +64,32 @@ _JUDGE_KEYS = _READER_KEYS - {"prompt", "system", "user"} | {"rubric", "metric"}
 _PARAM_KEYS = {"temperature", "max_tokens", "seed", "extra"}
 
 
+class _Called:
+    """What readers and judges share: a backend called with parameters."""
+
+    backend: str
+    model: str
+    api_base: str | None
+    api_key_env: str | None
+    params: CallParameters
+    timeout_s: float
+
+    @property
+    def params_hash(self) -> str:
+        return sha256_json(self.params.to_dict())
+
+    def make_backend(self) -> Backend:
+        return make_backend(
+            self.backend,
+            self.model,
+            api_base=self.api_base,
+            api_key_env=self.api_key_env,
+            timeout_s=self.timeout_s,
+        )
+
+
 @dataclass(frozen=True)
-class ReaderSpec:
+class ReaderSpec(_Called):
     """One reader: what to call, how, and with which prompt.
 
     ``config_hash`` = sha256 of the canonical JSON of what defines the reader
@@ -84,10 +108,6 @@ class ReaderSpec:
     params: CallParameters
     prompt: PromptTemplate
     timeout_s: float = 120.0
-
-    @property
-    def params_hash(self) -> str:
-        return sha256_json(self.params.to_dict())
 
     @property
     def config(self) -> dict[str, Any]:
@@ -120,18 +140,9 @@ class ReaderSpec:
             self, params=dataclasses.replace(self.params, seed=seed)
         )
 
-    def make_backend(self) -> Backend:
-        return make_backend(
-            self.backend,
-            self.model,
-            api_base=self.api_base,
-            api_key_env=self.api_key_env,
-            timeout_s=self.timeout_s,
-        )
-
 
 @dataclass(frozen=True)
-class JudgeSpec:
+class JudgeSpec(_Called):
     """One judge: a backend plus a rubric (``yes_no`` or ``longmemeval``)."""
 
     judge_id: str
@@ -143,19 +154,6 @@ class JudgeSpec:
     rubric: str = "yes_no"
     metric: str = "judge_match"
     timeout_s: float = 120.0
-
-    @property
-    def params_hash(self) -> str:
-        return sha256_json(self.params.to_dict())
-
-    def make_backend(self) -> Backend:
-        return make_backend(
-            self.backend,
-            self.model,
-            api_base=self.api_base,
-            api_key_env=self.api_key_env,
-            timeout_s=self.timeout_s,
-        )
 
 
 #: Readers usable without a config file: the two shipped offline models.
@@ -184,20 +182,17 @@ class ReaderConfig:
     source: str
 
     def reader(self, reader_id: str) -> ReaderSpec:
-        if reader_id not in self.readers:
-            raise WarehouseError(
-                f"reader {reader_id!r} is not defined in {self.source}"
-                + _hint(reader_id, self.readers)
-            )
-        return self.readers[reader_id]
+        return self._defined("reader", reader_id, self.readers)
 
     def judge(self, judge_id: str) -> JudgeSpec:
-        if judge_id not in self.judges:
+        return self._defined("judge", judge_id, self.judges)
+
+    def _defined(self, kind: str, key: str, defined: Mapping[str, Any]) -> Any:
+        if key not in defined:
             raise WarehouseError(
-                f"judge {judge_id!r} is not defined in {self.source}"
-                + _hint(judge_id, self.judges)
+                f"{kind} {key!r} is not defined in {self.source}" + _hint(key, defined)
             )
-        return self.judges[judge_id]
+        return defined[key]
 
 
 def load_reader_config(path: str | Path | None = None) -> ReaderConfig:

@@ -491,7 +491,8 @@ def generation_id(call_key: Mapping[str, Any]) -> str:
     """The id of one reader call: sha256 of its canonical call key.
 
     The key is ``reader_id, dataset_id, item_id, evidence_hash, prompt_hash,
-    params_hash, seed`` (the runner adds ``policy_id`` and ``budget_tokens``
-    where the evidence is a compiled artifact).
+    params_hash, seed``; a row that records a call's answer under another
+    (policy, budget) with the same evidence text adds ``policy_id`` and
+    ``budget_tokens`` (``generation.replay_plan.shared_id``).
     """
     return sha256_json(dict(call_key))

@@ -407,25 +407,35 @@ def _prompt(key: str, value: dict[str, Any], where: _Where) -> PromptTemplate:
         raise where.error(("readers", key, field), f"reader {key!r}: {error}") from None
 
 
+def _endpoint(
+    kind: str, key: str, value: Any, allowed: set[str], where: _Where
+) -> dict[str, Any]:
+    """What a reader or judge definition says about the backend it calls
+    (checked: no credential, no unknown key, a model and a known backend)."""
+    refuse_secrets(kind, key, value, where.error)
+    _check_keys(kind, key, value, allowed, where)
+    return {
+        "model": str(value["model"]),
+        "backend": str(value.get("backend", "litellm")),
+        "api_base": value.get("api_base"),
+        "api_key_env": value.get("api_key_env"),
+    }
+
+
 def _reader(key: str, value: Any, where: _Where) -> ReaderSpec:
-    refuse_secrets("reader", key, value, where.error)
-    _check_keys("reader", key, value, _READER_KEYS, where)
+    endpoint = _endpoint("reader", key, value, _READER_KEYS, where)
     return ReaderSpec(
         reader_id=key,
-        model=str(value["model"]),
-        backend=str(value.get("backend", "litellm")),
         family=value.get("family"),
-        api_base=value.get("api_base"),
-        api_key_env=value.get("api_key_env"),
         params=_params("reader", key, value.get("parameters"), where),
         prompt=_prompt(key, value, where),
         timeout_s=_timeout("reader", key, value, where),
+        **endpoint,
     )
 
 
 def _judge(key: str, value: Any, where: _Where) -> JudgeSpec:
-    refuse_secrets("judge", key, value, where.error)
-    _check_keys("judge", key, value, _JUDGE_KEYS, where)
+    endpoint = _endpoint("judge", key, value, _JUDGE_KEYS, where)
     rubric = value.get("rubric", "yes_no")
     if rubric not in ("yes_no", "longmemeval"):
         raise where.error(
@@ -435,14 +445,11 @@ def _judge(key: str, value: Any, where: _Where) -> JudgeSpec:
     params = value.get("parameters") or {"temperature": 0, "max_tokens": 10}
     return JudgeSpec(
         judge_id=key,
-        model=str(value["model"]),
-        backend=str(value.get("backend", "litellm")),
-        api_base=value.get("api_base"),
-        api_key_env=value.get("api_key_env"),
         params=_params("judge", key, params, where),
         rubric=rubric,
         metric=str(value.get("metric", "judge_match")),
         timeout_s=_timeout("judge", key, value, where),
+        **endpoint,
     )
 
 

@@ -67,5 +67,3 @@ def load_gold(
     ).fetchall():
         gold.setdefault(item_id, []).append(GoldSpan(passage, start, end, text, kind))
     return gold
-
-

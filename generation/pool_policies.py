@@ -106,5 +106,3 @@ def load_pool_policy(
             for item_id, pool_id, sources in rows
         },
     )
-
-

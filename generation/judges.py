@@ -60,6 +60,7 @@ from generation.backends.retry import (
     RetryPolicy,
     call_with_retries,
 )
+from generation.datasets import dataset_benchmark as _benchmark
 from generation.journal import (
     Journal,
     batch_settings,
@@ -580,10 +581,3 @@ def _commit(con: duckdb.DuckDBPyConnection, records: list[dict[str, Any]]) -> in
         return 0
     with transaction(con):
         return commit_verdicts(con, records)
-
-
-def _benchmark(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str | None:
-    row = con.execute(
-        "select benchmark from raw.datasets where dataset_id = ?", [dataset_id]
-    ).fetchone()
-    return row[0] if row else None

@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -44,10 +43,10 @@ from typing import Any
 
 from generation.backends import BACKEND_NAMES, Backend, CallParameters, make_backend
 from generation.prompts import PromptTemplate, reader_template
+from generation.reader_secrets import refuse_secrets
 from warehouse.errors import InputError, WarehouseError
 from warehouse.files import PositionedInputError, parse_yaml, read_text, yaml_lines
 from warehouse.hashing import sha256_json
-from warehouse.redaction import url_has_userinfo
 
 _READER_KEYS = {
     "model",
@@ -63,19 +62,34 @@ _READER_KEYS = {
 }
 _JUDGE_KEYS = _READER_KEYS - {"prompt", "system", "user"} | {"rubric", "metric"}
 _PARAM_KEYS = {"temperature", "max_tokens", "seed", "extra"}
-#: Option names that hold a credential (lowercase, ``-`` read as ``_``): a
-#: config is stored in raw.readers, so a key in it would be stored too.
-_SECRET_NAME = re.compile(
-    r"(?:^|_)(?:api_?key|apikey|secret|password|passwd|token|access_token|"
-    r"auth_token|authorization|bearer|credentials?|private_key)$|^key$"
-)
-_SECRET_IN_URL = re.compile(
-    r"(?i)[?&](?:api[_-]?key|key|token|access_token|secret|password)="
-)
+
+
+class _Called:
+    """What readers and judges share: a backend called with parameters."""
+
+    backend: str
+    model: str
+    api_base: str | None
+    api_key_env: str | None
+    params: CallParameters
+    timeout_s: float
+
+    @property
+    def params_hash(self) -> str:
+        return sha256_json(self.params.to_dict())
+
+    def make_backend(self) -> Backend:
+        return make_backend(
+            self.backend,
+            self.model,
+            api_base=self.api_base,
+            api_key_env=self.api_key_env,
+            timeout_s=self.timeout_s,
+        )
 
 
 @dataclass(frozen=True)
-class ReaderSpec:
+class ReaderSpec(_Called):
     """One reader: what to call, how, and with which prompt.
 
     ``config_hash`` = sha256 of the canonical JSON of what defines the reader
@@ -94,10 +108,6 @@ class ReaderSpec:
     params: CallParameters
     prompt: PromptTemplate
     timeout_s: float = 120.0
-
-    @property
-    def params_hash(self) -> str:
-        return sha256_json(self.params.to_dict())
 
     @property
     def config(self) -> dict[str, Any]:
@@ -130,18 +140,9 @@ class ReaderSpec:
             self, params=dataclasses.replace(self.params, seed=seed)
         )
 
-    def make_backend(self) -> Backend:
-        return make_backend(
-            self.backend,
-            self.model,
-            api_base=self.api_base,
-            api_key_env=self.api_key_env,
-            timeout_s=self.timeout_s,
-        )
-
 
 @dataclass(frozen=True)
-class JudgeSpec:
+class JudgeSpec(_Called):
     """One judge: a backend plus a rubric (``yes_no`` or ``longmemeval``)."""
 
     judge_id: str
@@ -153,19 +154,6 @@ class JudgeSpec:
     rubric: str = "yes_no"
     metric: str = "judge_match"
     timeout_s: float = 120.0
-
-    @property
-    def params_hash(self) -> str:
-        return sha256_json(self.params.to_dict())
-
-    def make_backend(self) -> Backend:
-        return make_backend(
-            self.backend,
-            self.model,
-            api_base=self.api_base,
-            api_key_env=self.api_key_env,
-            timeout_s=self.timeout_s,
-        )
 
 
 #: Readers usable without a config file: the two shipped offline models.
@@ -194,20 +182,17 @@ class ReaderConfig:
     source: str
 
     def reader(self, reader_id: str) -> ReaderSpec:
-        if reader_id not in self.readers:
-            raise WarehouseError(
-                f"reader {reader_id!r} is not defined in {self.source}"
-                + _hint(reader_id, self.readers)
-            )
-        return self.readers[reader_id]
+        return self._defined("reader", reader_id, self.readers)
 
     def judge(self, judge_id: str) -> JudgeSpec:
-        if judge_id not in self.judges:
+        return self._defined("judge", judge_id, self.judges)
+
+    def _defined(self, kind: str, key: str, defined: Mapping[str, Any]) -> Any:
+        if key not in defined:
             raise WarehouseError(
-                f"judge {judge_id!r} is not defined in {self.source}"
-                + _hint(judge_id, self.judges)
+                f"{kind} {key!r} is not defined in {self.source}" + _hint(key, defined)
             )
-        return self.judges[judge_id]
+        return defined[key]
 
 
 def load_reader_config(path: str | Path | None = None) -> ReaderConfig:
@@ -422,25 +407,35 @@ def _prompt(key: str, value: dict[str, Any], where: _Where) -> PromptTemplate:
         raise where.error(("readers", key, field), f"reader {key!r}: {error}") from None
 
 
+def _endpoint(
+    kind: str, key: str, value: Any, allowed: set[str], where: _Where
+) -> dict[str, Any]:
+    """What a reader or judge definition says about the backend it calls
+    (checked: no credential, no unknown key, a model and a known backend)."""
+    refuse_secrets(kind, key, value, where.error)
+    _check_keys(kind, key, value, allowed, where)
+    return {
+        "model": str(value["model"]),
+        "backend": str(value.get("backend", "litellm")),
+        "api_base": value.get("api_base"),
+        "api_key_env": value.get("api_key_env"),
+    }
+
+
 def _reader(key: str, value: Any, where: _Where) -> ReaderSpec:
-    _refuse_secrets("reader", key, value, where)
-    _check_keys("reader", key, value, _READER_KEYS, where)
+    endpoint = _endpoint("reader", key, value, _READER_KEYS, where)
     return ReaderSpec(
         reader_id=key,
-        model=str(value["model"]),
-        backend=str(value.get("backend", "litellm")),
         family=value.get("family"),
-        api_base=value.get("api_base"),
-        api_key_env=value.get("api_key_env"),
         params=_params("reader", key, value.get("parameters"), where),
         prompt=_prompt(key, value, where),
         timeout_s=_timeout("reader", key, value, where),
+        **endpoint,
     )
 
 
 def _judge(key: str, value: Any, where: _Where) -> JudgeSpec:
-    _refuse_secrets("judge", key, value, where)
-    _check_keys("judge", key, value, _JUDGE_KEYS, where)
+    endpoint = _endpoint("judge", key, value, _JUDGE_KEYS, where)
     rubric = value.get("rubric", "yes_no")
     if rubric not in ("yes_no", "longmemeval"):
         raise where.error(
@@ -450,73 +445,12 @@ def _judge(key: str, value: Any, where: _Where) -> JudgeSpec:
     params = value.get("parameters") or {"temperature": 0, "max_tokens": 10}
     return JudgeSpec(
         judge_id=key,
-        model=str(value["model"]),
-        backend=str(value.get("backend", "litellm")),
-        api_base=value.get("api_base"),
-        api_key_env=value.get("api_key_env"),
         params=_params("judge", key, params, where),
         rubric=rubric,
         metric=str(value.get("metric", "judge_match")),
         timeout_s=_timeout("judge", key, value, where),
+        **endpoint,
     )
-
-
-def _refuse_secrets(kind: str, key: str, value: dict[str, Any], where: _Where) -> None:
-    """Refuse a credential in a stored field: an ``api_key``-like option under
-    ``parameters``, or a URL carrying one (``https://user:key@host``, ``?key=``)."""
-    if not isinstance(value, dict):
-        return
-    env = _env_name(value)
-    instead = f"put the key in an environment variable and name it: api_key_env: {env}"
-    base = value.get("api_base")
-    if isinstance(base, str) and (
-        url_has_userinfo(base) or _SECRET_IN_URL.search(base)
-    ):
-        raise where.error(
-            (kind + "s", key, "api_base"),
-            f"{kind} {key!r}: api_base holds a credential (it would be stored in "
-            f"the warehouse); give the bare URL and {instead}",
-        )
-    stored = {
-        name: item
-        for name, item in value.items()
-        if name not in ("api_key_env", "model", "system", "user", "prompt")
-    }
-    for path, item in _leaves(stored, ()):
-        name = path[-1].lower().replace("-", "_") if path else ""
-        secret_name = _SECRET_NAME.search(name) is not None and item not in (None, "")
-        secret_url = isinstance(item, str) and (
-            url_has_userinfo(item) or _SECRET_IN_URL.search(item) is not None
-        )
-        if secret_name or secret_url:
-            field = ".".join(path)
-            raise where.error(
-                (kind + "s", key, *path),
-                f"{kind} {key!r}: {field} holds a credential (it would be stored "
-                f"in the warehouse); remove it and {instead}",
-            )
-
-
-def _leaves(value: Any, path: tuple[str, ...]):
-    """``(path, value)`` of every leaf under ``value`` (mappings and lists)."""
-    if isinstance(value, dict):
-        for name, item in value.items():
-            yield from _leaves(item, (*path, str(name)))
-    elif isinstance(value, list):
-        for item in value:
-            yield from _leaves(item, path)
-    else:
-        yield path, value
-
-
-def _env_name(value: dict[str, Any]) -> str:
-    """The variable a key should live in: ``api_key_env`` if given, else
-    ``<PROVIDER>_API_KEY`` after the model string's provider prefix."""
-    if value.get("api_key_env"):
-        return str(value["api_key_env"])
-    provider = str(value.get("model", "")).split("/", 1)[0]
-    provider = re.sub(r"[^A-Za-z0-9]+", "_", provider).strip("_").upper()
-    return f"{provider or 'READER'}_API_KEY"
 
 
 def _hint(name: str, choices: Any) -> str:

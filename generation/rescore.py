@@ -33,21 +33,16 @@ from typing import Any
 
 import duckdb
 
+from generation.datasets import dataset_benchmark
 from generation.judges import VERDICT_COLUMNS
-from generation.runner import SCORE_COLUMNS
 from generation.scorers import ScoreInput, Scorer, default_scorer, get_scorer
 from generation.scorers.longmemeval import LEGACY_RULES, VerdictError
 from generation.scoring import score_input
 from warehouse import transaction
 from warehouse.errors import WarehouseError
 from warehouse.hashing import canonical_json
-from warehouse.raw_tables import write
+from warehouse.raw_tables import write, write_dicts
 from warehouse.runs import record_run
-
-SCORE_VERSION_COLUMNS = (
-    "generation_id", "metric", "scorer_version", "score", "status", "detail_json",
-    "source_file_sha256", "run_id",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -79,7 +74,7 @@ def rescore(
     dry_run: bool = False,
 ) -> RescoreSummary:
     """Put ``metric`` of ``dataset_id``'s stored generations on ``scorer``."""
-    benchmark = _benchmark(con, dataset_id)
+    benchmark = dataset_benchmark(con, dataset_id, required=True)
     chosen = get_scorer(scorer) if scorer else default_scorer(benchmark, metric)
     if metric not in chosen.rules:
         raise WarehouseError(
@@ -117,8 +112,10 @@ class _Changes:
     metric: str
     generations: int
     run_id: str = field(default_factory=lambda: "rescore-" + uuid.uuid4().hex[:16])
-    new_scores: list[list[Any]] = field(default_factory=list)
-    kept: list[list[Any]] = field(default_factory=list)
+    #: raw.scores rows
+    new_scores: list[dict[str, Any]] = field(default_factory=list)
+    #: raw.score_versions rows of the scores replaced
+    kept: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[list[Any]] = field(default_factory=list)
     previous: dict[str, int] = field(default_factory=dict)
     unchanged: int = 0
@@ -138,19 +135,30 @@ class _Changes:
         if old is not None:
             self.previous[old] = self.previous.get(old, 0) + 1
             self.kept.append(
-                [
-                    row["generation_id"], self.metric, old, row["score"],
-                    row["score_status"], row["detail_json"] or "{}",
-                    row["source_file_sha256"], self.run_id,
-                ]
-            )  # fmt: skip
+                {
+                    "generation_id": row["generation_id"],
+                    "metric": self.metric,
+                    "scorer_version": old,
+                    "score": row["score"],
+                    "status": row["score_status"],
+                    "detail_json": row["detail_json"] or "{}",
+                    "source_file_sha256": row["source_file_sha256"],
+                    "run_id": self.run_id,
+                }
+            )
             if row["score"] is None or value != row["score"]:
                 self.values_changed += 1
         detail = {**detail, "rescored_from": old, "run_id": self.run_id}
         self.new_scores.append(
-            [row["generation_id"], self.metric, value, status, version,
-             canonical_json(detail)]
-        )  # fmt: skip
+            {
+                "generation_id": row["generation_id"],
+                "metric": self.metric,
+                "score": value,
+                "status": status,
+                "scorer_version": version,
+                "detail_json": canonical_json(detail),
+            }
+        )
 
 
 def _rescore_answers(
@@ -262,8 +270,8 @@ def _write(
     # raw.score_versions keeps the first row per (generation, metric, version):
     # a version already kept (the imported score, an earlier rescore) stays.
     version_rows = changes.kept + [
-        [gid, metric, version, value, status, detail, None, summary.run_id]
-        for gid, metric, value, status, version, detail in changes.new_scores
+        {**score, "source_file_sha256": None, "run_id": summary.run_id}
+        for score in changes.new_scores
     ]
     config = {
         "dataset_id": summary.dataset_id,
@@ -273,8 +281,8 @@ def _write(
         "previous": summary.previous,
     }
     with transaction(con):
-        write(con, "raw.scores", SCORE_COLUMNS, changes.new_scores)
-        write(con, "raw.score_versions", SCORE_VERSION_COLUMNS, version_rows)
+        write_dicts(con, "raw.scores", changes.new_scores)
+        write_dicts(con, "raw.score_versions", version_rows)
         write(con, "raw.judge_verdicts", VERDICT_COLUMNS, changes.verdicts)
         record_run(con, "rescore", "ragledger rescore", config, run_id=summary.run_id)
 
@@ -314,23 +322,6 @@ def _stored(
             f"{doubled[0]} ({len(doubled)} such generations); nothing was rescored"
         )
     return rows
-
-
-def _benchmark(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str | None:
-    row = con.execute(
-        "select benchmark from raw.datasets where dataset_id = ?", [dataset_id]
-    ).fetchone()
-    if row is None:
-        known = [
-            name
-            for (name,) in con.execute(
-                "select dataset_id from raw.datasets order by 1"
-            ).fetchall()
-        ]
-        raise WarehouseError(
-            f"unknown dataset {dataset_id!r}; known: {', '.join(known) or 'none'}"
-        )
-    return row[0]
 
 
 def _references(row: dict[str, Any]) -> list[str]:

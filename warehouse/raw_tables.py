@@ -31,7 +31,6 @@ transaction's ``current_timestamp``.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,8 +39,11 @@ import duckdb
 import pyarrow as pa
 
 from warehouse.errors import WarehouseError
-from warehouse.hashing import sha256_json
-from warehouse.table_contracts import KEY_DEFAULTS, RawTable, table
+from warehouse.table_contracts import KEY_DEFAULTS, POLICY_COLUMNS, RawTable, table
+
+# the loaders' column lists, kept importable from here (they live in the contracts)
+from warehouse.table_contracts import READER_COLUMNS as READER_COLUMNS
+from warehouse.table_contracts import SOURCE_FILE_COLUMNS as SOURCE_FILE_COLUMNS
 
 _counter = itertools.count()
 
@@ -99,25 +101,6 @@ def write(
         con.unregister(view)
 
 
-def write_records(
-    con: duckdb.DuckDBPyConnection,
-    name: str,
-    records: Iterable[Mapping[str, Any]],
-    *,
-    origins: Sequence[str] | None = None,
-) -> WriteResult:
-    """:func:`write` for rows given as dicts (column -> value, the same columns in
-    every row): a loader names each value once, where it builds the row."""
-    records = list(records)
-    if not records:
-        return WriteResult(0)
-    columns = tuple(records[0])
-    if any(tuple(record) != columns for record in records):
-        raise WarehouseError(f"{name}: rows with different columns in one write")
-    rows = [tuple(record.values()) for record in records]
-    return write(con, name, columns, rows, origins=origins)
-
-
 def write_from(
     con: duckdb.DuckDBPyConnection,
     name: str,
@@ -130,6 +113,38 @@ def write_from(
     _check_batch_keys(con, contract, relation, None)
     count = con.execute(f"select count(*) from {relation}").fetchone()[0]
     return _apply(con, contract, tuple(columns), relation, count)
+
+
+def write_dicts(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    origins: Sequence[str] | None = None,
+) -> WriteResult:
+    """:func:`write` for rows given as ``{column: value}``: a writer names each
+    value once, where it builds the row. Every row of a batch gives the same
+    columns (any subset of the contract's declared ones, the key included; in
+    any key order); the columns are written in the contract's order."""
+    contract = table(name)
+    rows = list(rows)
+    if not rows:
+        return WriteResult(0)
+    given = set(rows[0])
+    if contract.columns:
+        columns = tuple(c for c in contract.columns if c in given)
+        unknown = sorted(given - set(columns))
+        if unknown:
+            raise WarehouseError(
+                f"{name}: no column(s) {', '.join(unknown)}; "
+                f"its columns: {', '.join(contract.columns)}"
+            )
+    else:
+        columns = tuple(rows[0])
+    if any(set(row) != given for row in rows):
+        raise WarehouseError(f"{name}: the rows of one write give different columns")
+    values = [tuple(row[c] for c in columns) for row in rows]
+    return write(con, name, columns, values, origins=origins)
 
 
 #: RE2: a cell of only what ``str.strip`` strips (an empty key).
@@ -458,71 +473,8 @@ def _fill_nulls(
 # ------------------------------------------------------------ registrations
 
 
-def policy_row(
-    policy_id: str,
-    kind: str,
-    config: Mapping[str, Any],
-    *,
-    name: str | None = None,
-    version: int = 1,
-    description: str | None = None,
-) -> tuple[Any, ...]:
-    """A raw.policies row: the config's canonical JSON and its hash are its identity."""
-    return (
-        policy_id,
-        kind,
-        name or policy_id,
-        version,
-        json.dumps(dict(config), sort_keys=True, ensure_ascii=False),
-        sha256_json(dict(config)),
-        description,
-    )
-
-
-POLICY_COLUMNS = (
-    "policy_id",
-    "kind",
-    "name",
-    "version",
-    "config_json",
-    "config_hash",
-    "description",
-)
-
-
-SOURCE_FILE_COLUMNS = (
-    "file_sha256",
-    "kind",
-    "file_name",
-    "path",
-    "byte_size",
-    "row_count",
-)
-READER_COLUMNS = (
-    "reader_id",
-    "model",
-    "family",
-    "backend",
-    "api_base",
-    "parameters_json",
-    "prompt_template_hash",
-    "config_hash",
-    "source",
-)
-
-
 def register_policies(
     con: duckdb.DuckDBPyConnection, rows: Iterable[tuple[Any, ...]]
 ) -> WriteResult:
-    """Register policies (rows from :func:`policy_row`) by the register rule."""
+    """Register policies (rows from :func:`warehouse.row_identity.policy_row`) by the register rule."""
     return write(con, "raw.policies", POLICY_COLUMNS, rows)
-
-
-def generation_id(call_key: Mapping[str, Any]) -> str:
-    """The id of one reader call: sha256 of its canonical call key.
-
-    The key is ``reader_id, dataset_id, item_id, evidence_hash, prompt_hash,
-    params_hash, seed`` (the runner adds ``policy_id`` and ``budget_tokens``
-    where the evidence is a compiled artifact).
-    """
-    return sha256_json(dict(call_key))

@@ -60,11 +60,65 @@ READER_RESULT_COLUMNS = (
     "compressed_mean", "gain", "rescue", "damage", "cells", "code_version",
 )  # fmt: skip
 
+#: The raw tables' row layouts a writer gives (stamp left out): built as dicts by
+#: the loaders, the runner and the compiler and handed to the one writer
+#: (:func:`warehouse.raw_tables.write_dicts`), which orders them by these.
+SOURCE_FILE_COLUMNS = (
+    "file_sha256", "kind", "file_name", "path", "byte_size", "row_count",
+)  # fmt: skip
+POLICY_COLUMNS = (
+    "policy_id", "kind", "name", "version", "config_json", "config_hash",
+    "description",
+)  # fmt: skip
+READER_COLUMNS = (
+    "reader_id", "model", "family", "backend", "api_base", "parameters_json",
+    "prompt_template_hash", "config_hash", "source",
+)  # fmt: skip
+ARTIFACT_COLUMNS = ("artifact_hash", "text", "token_count", "tokenizer", "char_count")
+COMPILATION_COLUMNS = (
+    "dataset_id", "item_id", "policy_id", "budget_tokens", "artifact_hash",
+    "pool_id", "raw_evidence_hash", "source_tokens", "kept_spans_json",
+    "producer_model", "producer_version", "producer_endpoint", "producer_tokens",
+    "latency_ms", "cost_usd", "metadata_json", "run_id", "source_file_sha256",
+)  # fmt: skip
+ARTIFACT_EVIDENCE_COLUMNS = (
+    "dataset_id", "item_id", "policy_id", "budget_tokens", "artifact_hash",
+    "provenance", "source_tokens", "selected_tokens", "compression_ratio",
+    "is_clipped", "gold_spans", "spans_kept", "span_recall", "spans_survived",
+    "verbatim_survival", "evidence_recall", "run_id",
+)  # fmt: skip
+GENERATION_COLUMNS = (
+    "generation_id", "run_id", "dataset_id", "item_id", "reader_id", "policy_id",
+    "budget_tokens", "evidence_hash", "prompt_hash", "params_hash", "seed",
+    "answer", "prompt_tokens", "completion_tokens", "total_tokens", "latency_ms",
+    "cost_usd", "provider", "response_id", "finish_reason", "status", "error",
+    "attempts", "metadata_json", "source_file_sha256",
+)  # fmt: skip
+SCORE_COLUMNS = (
+    "generation_id", "metric", "score", "status", "scorer_version", "detail_json",
+    "source_file_sha256",
+)  # fmt: skip
+SCORE_VERSION_COLUMNS = (
+    "generation_id", "metric", "scorer_version", "score", "status", "detail_json",
+    "source_file_sha256", "run_id",
+)  # fmt: skip
+ATTEMPT_COLUMNS = (
+    "call_id", "call_kind", "attempt", "run_id", "generation_id", "status", "error",
+    "http_status", "latency_ms", "prompt_tokens", "completion_tokens", "cost_usd",
+    "response_id", "finish_reason", "started_at",
+)  # fmt: skip
+
 TABLES: dict[str, RawTable] = {
     table.name: table
     for table in (
         RawTable("raw.schema_migrations", ("version",), "append", "applied_at"),
-        RawTable("raw.source_files", ("file_sha256",), "content", "loaded_at"),
+        RawTable(
+            "raw.source_files",
+            ("file_sha256",),
+            "content",
+            "loaded_at",
+            columns=SOURCE_FILE_COLUMNS,
+        ),
         RawTable(
             "raw.runs",
             ("run_id",),
@@ -109,18 +163,26 @@ TABLES: dict[str, RawTable] = {
             "created_at",
             identity=("kind", "config_hash"),
             allowed={"kind": ("raw", "compressor", "selector")},
+            columns=POLICY_COLUMNS,
             resolve_hint=(
                 "a registered policy never changes: compile changed options as a "
                 "new version (`ragledger compile ... --policy-version N`), and give "
                 "a raw policy with another config another policy id"
             ),
         ),
-        RawTable("raw.artifacts", ("artifact_hash",), "content", "created_at"),
+        RawTable(
+            "raw.artifacts",
+            ("artifact_hash",),
+            "content",
+            "created_at",
+            columns=ARTIFACT_COLUMNS,
+        ),
         RawTable(
             "raw.artifact_compilations",
             ("dataset_id", "item_id", "policy_id", "budget_tokens"),
             "replace",
             "created_at",
+            columns=COMPILATION_COLUMNS,
         ),
         RawTable(
             "raw.reader_families",
@@ -135,6 +197,7 @@ TABLES: dict[str, RawTable] = {
             "register",
             "created_at",
             identity=("config_hash",),
+            columns=READER_COLUMNS,
             resolve_hint=(
                 "a registered reader never changes: give the changed reader a new "
                 "id (`id:` in its reader config), or reload its ragscale run with "
@@ -147,6 +210,7 @@ TABLES: dict[str, RawTable] = {
             "replace",
             "created_at",
             allowed={"status": ("ok", "empty", "error")},
+            columns=GENERATION_COLUMNS,
         ),
         RawTable(
             "raw.scores",
@@ -155,6 +219,7 @@ TABLES: dict[str, RawTable] = {
             "created_at",
             allowed={"status": ("ok", "error")},
             ranges={"score": (0.0, 1.0)},
+            columns=SCORE_COLUMNS,
         ),
         RawTable(
             "raw.artifact_evidence",
@@ -163,6 +228,7 @@ TABLES: dict[str, RawTable] = {
             "computed_at",
             allowed={"provenance": ("source_spans", "verbatim")},
             ranges={"evidence_recall": (0.0, 1.0)},
+            columns=ARTIFACT_EVIDENCE_COLUMNS,
         ),
         RawTable(
             "raw.generation_attempts",
@@ -172,6 +238,7 @@ TABLES: dict[str, RawTable] = {
                 "call_kind": ("reader", "judge"),
                 "status": ("ok", "empty", "error", "rate_limited"),
             },
+            columns=ATTEMPT_COLUMNS,
         ),
         RawTable(
             "raw.judge_verdicts",
@@ -193,6 +260,7 @@ TABLES: dict[str, RawTable] = {
             "created_at",
             allowed={"status": ("ok", "error")},
             ranges={"score": (0.0, 1.0)},
+            columns=SCORE_VERSION_COLUMNS,
         ),
         RawTable(
             "raw.panel_definitions", ("panel_definition_name",), "replace", "created_at"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from generation.scorers.base import Scorer, max_over_references
-from generation.scorers.hotpotqa import overlap_f1
+from generation.scorers.base import Scorer
+from generation.scorers.squad import em_f1_rules
 from warehouse import text_rules
 
 
@@ -21,23 +21,10 @@ def normalize_answer(text: object) -> str:
     return text_rules.normalize_answer(value)
 
 
-def exact_match(prediction: str, gold: str) -> float:
-    return float(normalize_answer(prediction) == normalize_answer(gold))
-
-
-def token_f1(prediction: str, gold: str) -> float:
-    return overlap_f1(
-        normalize_answer(prediction).split(), normalize_answer(gold).split()
-    )
-
-
 SCORER = Scorer(
     name="nq-open-orqa",
     version=1,
-    rules={
-        "exact_match": max_over_references(exact_match),
-        "token_f1": max_over_references(token_f1),
-    },
+    rules=em_f1_rules(normalize_answer),
     source="google-research/language orqa/utils/eval_utils.py (exact_match_score)",
     notes="token_f1: SQuAD v1.1 F1 on ORQA-normalised text (no official NQ-Open F1)",
 )

@@ -7,27 +7,33 @@ gold answers. SQuAD v2's script is MuSiQue's (``musique-official``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from generation.scorers.base import Scorer, max_over_references
 from generation.scorers.hotpotqa import overlap_f1
 from warehouse.text_rules import normalize_answer
 
 
-def exact_match(prediction: str, gold: str) -> float:
-    return float(normalize_answer(prediction) == normalize_answer(gold))
+def em_f1_rules(normalize: Callable[[Any], str] = normalize_answer) -> dict[str, Any]:
+    """SQuAD v1.1's ``exact_match`` and ``token_f1`` (max over the gold answers)
+    on strings normalised by ``normalize`` (NQ-Open's ORQA rule reuses them)."""
 
+    def exact_match(prediction: str, gold: str) -> float:
+        return float(normalize(prediction) == normalize(gold))
 
-def token_f1(prediction: str, gold: str) -> float:
-    return overlap_f1(
-        normalize_answer(prediction).split(), normalize_answer(gold).split()
-    )
+    def token_f1(prediction: str, gold: str) -> float:
+        return overlap_f1(normalize(prediction).split(), normalize(gold).split())
+
+    return {
+        "exact_match": max_over_references(exact_match),
+        "token_f1": max_over_references(token_f1),
+    }
 
 
 SCORER = Scorer(
     name="squad-v1.1",
     version=1,
-    rules={
-        "exact_match": max_over_references(exact_match),
-        "token_f1": max_over_references(token_f1),
-    },
+    rules=em_f1_rules(),
     source="rajpurkar SQuAD evaluate-v1.1.py (exact_match_score, f1_score)",
 )

@@ -33,7 +33,7 @@ from warehouse import transaction
 from warehouse.errors import InputError, WarehouseError
 from warehouse.hashing import canonical_json, sha256_json
 from warehouse.progress import NULL_PROGRESS, Progress
-from warehouse.raw_tables import write_records
+from warehouse.raw_tables import write_dicts
 from warehouse.table_contracts import table as table_contract
 
 
@@ -354,4 +354,4 @@ def _insert(
     con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]]
 ) -> int:
     """Write rows through the table's one writer (key check, rule, stamp)."""
-    return write_records(con, table, rows).inserted
+    return write_dicts(con, table, rows).inserted

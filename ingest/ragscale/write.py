@@ -26,8 +26,9 @@ from warehouse import transaction
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_file, sha256_json, sha256_text
 from warehouse.progress import NULL_PROGRESS, Progress
-from warehouse.raw_tables import generation_id as generation_id_of
-from warehouse.raw_tables import policy_row, register_policies, write_records
+from warehouse.raw_tables import register_policies, write_dicts
+from warehouse.row_identity import generation_id as generation_id_of
+from warehouse.row_identity import policy_row
 from warehouse.tokens import TOKENIZER, count_tokens
 
 # ---------------------------------------------------------------- writing
@@ -149,24 +150,24 @@ def _write(
 ) -> dict[str, int]:
     """Every table's rows, in order (the caller holds the transaction)."""
     hashes = {kind: digest for kind, (_, digest) in file_hashes.items()}
-    write_records(con, "raw.source_files", _source_file_rows(file_hashes))
-    write_records(con, "raw.datasets", [_dataset_row(bundle, fingerprint)])
+    write_dicts(con, "raw.source_files", _source_file_rows(file_hashes))
+    write_dicts(con, "raw.datasets", [_dataset_row(bundle, fingerprint)])
     _write_items(con, bundle, hashes)
     register_policies(con, _policy_rows(bundle))
     artifacts = _artifact_rows(bundle)
-    write_records(con, "raw.artifacts", artifacts)
-    write_records(
+    write_dicts(con, "raw.artifacts", artifacts)
+    write_dicts(
         con,
         "raw.artifact_compilations",
         _compilation_rows(bundle, hashes["ragscale_manifest"]),
     )
     settings = _reader_settings(bundle.config)
-    write_records(con, "raw.readers", _reader_rows(bundle, settings))
+    write_dicts(con, "raw.readers", _reader_rows(bundle, settings))
     generations, scores = _generation_rows(
         bundle, settings, hashes["ragscale_scores"], progress
     )
-    write_records(con, "raw.generations", generations)
-    write_records(con, "raw.scores", scores)
+    write_dicts(con, "raw.generations", generations)
+    write_dicts(con, "raw.scores", scores)
     return {
         "items": len(bundle.items),
         "readers": len(bundle.readers),
@@ -224,7 +225,7 @@ def _write_items(
         }
         for pool_id, passages in pools.items()
     ]
-    write_records(con, "raw.pools", pool_rows)
+    write_dicts(con, "raw.pools", pool_rows)
     passage_rows = [
         {
             "pool_id": pool_id,
@@ -236,8 +237,8 @@ def _write_items(
         for pool_id, passages in pools.items()
         for position, (passage_id, text) in enumerate(passages)
     ]
-    write_records(con, "raw.pool_passages", passage_rows)
-    write_records(
+    write_dicts(con, "raw.pool_passages", passage_rows)
+    write_dicts(
         con,
         "raw.items",
         [_item_row(bundle, item, hashes) for item in bundle.items.values()],

@@ -154,43 +154,11 @@ def compile_command(
     for value, option in ((policy_name, "--policy"), (dataset_id, "--dataset")):
         if not value:
             raise click.UsageError(f"Missing option '{option}' (or use --list).")
-    from generation.artifacts import compile_dataset, load_pool_policy
-    from generation.policies import REGISTRY, get_policy
+    from generation.artifacts import compile_dataset
 
     con = warehouse.connect(database_path(ctx))
     try:
-        # a benchmark raw policy stored by ingest (longmemeval-bm25-top20, ...)
-        policy = (
-            None if policy_name in REGISTRY else
-            load_pool_policy(con, dataset_id, policy_name)
-        )  # fmt: skip
-        if policy is not None and options:
-            raise WarehouseError(
-                f"policy {policy_name} is a benchmark raw policy stored by ingest; "
-                "it takes no --option"
-            )
-        if policy is None and policy_name not in REGISTRY:
-            pooled = [
-                row[0]
-                for row in con.execute(
-                    "select distinct policy_id from raw.policy_pools "
-                    "where dataset_id = ? order by 1",
-                    [dataset_id],
-                ).fetchall()
-            ]
-            raise WarehouseError(
-                f"unknown policy {policy_name!r}; known policies: "
-                f"{', '.join(sorted(REGISTRY))}"
-                + (
-                    f"; raw policies of {dataset_id}: {', '.join(pooled)}"
-                    if pooled
-                    else ""
-                )
-            )
-        if policy is None:
-            policy = get_policy(
-                policy_name, version=policy_version, **_parse_options(options)
-            )
+        policy = _policy(con, policy_name, dataset_id, options, policy_version)
         summary = compile_dataset(
             con,
             dataset_id,
@@ -209,6 +177,45 @@ def compile_command(
         click.echo(json.dumps(summary.as_dict(), indent=2))
         return
     console.print(summary.line(), highlight=False)
+
+
+def _policy(
+    con: Any,
+    policy_name: str,
+    dataset_id: str,
+    options: tuple[str, ...],
+    policy_version: int,
+) -> Any:
+    """The policy ``--policy`` names: a built-in one with its options, or a
+    benchmark raw policy stored by ingest (longmemeval-bm25-top20, ...)."""
+    from generation.artifacts import load_pool_policy
+    from generation.policies import REGISTRY, get_policy
+
+    if policy_name in REGISTRY:
+        return get_policy(
+            policy_name, version=policy_version, **_parse_options(options)
+        )
+    policy = load_pool_policy(con, dataset_id, policy_name)
+    if policy is not None and options:
+        raise WarehouseError(
+            f"policy {policy_name} is a benchmark raw policy stored by ingest; "
+            "it takes no --option"
+        )
+    if policy is not None:
+        return policy
+    pooled = [
+        row[0]
+        for row in con.execute(
+            "select distinct policy_id from raw.policy_pools "
+            "where dataset_id = ? order by 1",
+            [dataset_id],
+        ).fetchall()
+    ]
+    raise WarehouseError(
+        f"unknown policy {policy_name!r}; known policies: "
+        f"{', '.join(sorted(REGISTRY))}"
+        + (f"; raw policies of {dataset_id}: {', '.join(pooled)}" if pooled else "")
+    )
 
 
 COMMANDS: list[click.Command] = [compile_command]

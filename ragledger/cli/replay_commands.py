@@ -141,8 +141,6 @@ def replay_command(
     already holds an answer; failed calls are retried. Then run `ragledger
     build` and `ragledger audit` on the panels.
     """
-    from generation.backends.retry import RetryPolicy
-    from generation.judges import judge_generations
     from generation.readers import load_reader_config
     from generation.runner import replay
 
@@ -151,19 +149,8 @@ def replay_command(
     if not reader_specs:
         raise WarehouseError("--readers names no reader")
     judge = config.judge(judge_id) if judge_id else None
-    if max_attempts < 1 or rate_limit_retries < 0 or backoff < 0:
-        raise WarehouseError(
-            "--max-attempts must be >= 1, --rate-limit-retries and --backoff >= 0"
-        )
-    retry = RetryPolicy(
-        max_attempts=max_attempts,
-        rate_limit_retries=rate_limit_retries,
-        backoff_base_s=backoff,
-    )
-    try:
-        seed_values = [int(seed) for seed in _split(seeds)] or None
-    except ValueError as error:
-        raise WarehouseError(f"--seeds must be integers: {seeds!r}") from error
+    retry = _retry_policy(max_attempts, rate_limit_retries, backoff)
+    seed_values = _seeds(seeds)
     con = warehouse.connect(database_path(ctx))
     try:
         summary = replay(
@@ -187,31 +174,11 @@ def replay_command(
             errors.print(f"[yellow]refused[/] {message}")
         print_fields(_replay_fields(summary), title=f"replay {dataset_id}")
         if judge is not None:
-            result = judge_generations(
-                con,
-                judge,
-                dataset_id,
-                reader_ids=[spec.reader_id for spec in reader_specs],
-                items=list(summary.item_ids),
-                concurrency=concurrency,
-                retry=retry,
-                run_id=summary.run_id,
-                progress=RichProgress(),
-                batch_calls=batch_calls,
-                batch_seconds=batch_seconds,
-            )
-            print_fields(
-                [
-                    ("judge", judge.judge_id),
-                    ("planned", result.planned),
-                    ("reused", result.reused),
-                    ("judged", result.judged),
-                    ("verdict errors", result.verdict_errors),
-                    ("call errors", result.call_errors),
-                    ("empty answers", result.empty_answers),
-                ],
-                title=f"judge {judge.judge_id}",
-            )
+            _judge(
+                con, judge, dataset_id, [spec.reader_id for spec in reader_specs],
+                summary, concurrency=concurrency, retry=retry,
+                batch=(batch_calls, batch_seconds),
+            )  # fmt: skip
     finally:
         con.close()
     if summary.failed:
@@ -220,6 +187,70 @@ def replay_command(
             "(not scored); run the same command again to retry them"
         )
     console.print("next: ragledger build, then ragledger audit")
+
+
+def _retry_policy(max_attempts: int, rate_limit_retries: int, backoff: float) -> Any:
+    """The calls' retry policy from the options, refused when out of range."""
+    from generation.backends.retry import RetryPolicy
+
+    if max_attempts < 1 or rate_limit_retries < 0 or backoff < 0:
+        raise WarehouseError(
+            "--max-attempts must be >= 1, --rate-limit-retries and --backoff >= 0"
+        )
+    return RetryPolicy(
+        max_attempts=max_attempts,
+        rate_limit_retries=rate_limit_retries,
+        backoff_base_s=backoff,
+    )
+
+
+def _seeds(seeds: str | None) -> list[int] | None:
+    try:
+        return [int(seed) for seed in _split(seeds)] or None
+    except ValueError as error:
+        raise WarehouseError(f"--seeds must be integers: {seeds!r}") from error
+
+
+def _judge(
+    con: Any,
+    judge: Any,
+    dataset_id: str,
+    reader_ids: list[str],
+    summary: Any,
+    *,
+    concurrency: int,
+    retry: Any,
+    batch: tuple[int, float],
+) -> None:
+    """``--judge``: grade the replay's items' answers of its readers, and print
+    what the judge did."""
+    from generation.judges import judge_generations
+
+    result = judge_generations(
+        con,
+        judge,
+        dataset_id,
+        reader_ids=reader_ids,
+        items=list(summary.item_ids),
+        concurrency=concurrency,
+        retry=retry,
+        run_id=summary.run_id,
+        progress=RichProgress(),
+        batch_calls=batch[0],
+        batch_seconds=batch[1],
+    )
+    print_fields(
+        [
+            ("judge", judge.judge_id),
+            ("planned", result.planned),
+            ("reused", result.reused),
+            ("judged", result.judged),
+            ("verdict errors", result.verdict_errors),
+            ("call errors", result.call_errors),
+            ("empty answers", result.empty_answers),
+        ],
+        title=f"judge {judge.judge_id}",
+    )
 
 
 COMMANDS: list[click.Command] = [replay_command]

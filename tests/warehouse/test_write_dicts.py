@@ -1,0 +1,75 @@
+"""Rows handed over as ``{column: value}``: the contract's columns order them."""
+
+from __future__ import annotations
+
+import pytest
+
+import warehouse
+from warehouse import transaction
+from warehouse.errors import WarehouseError
+from warehouse.raw_tables import write_dicts
+from warehouse.table_contracts import TABLES
+
+
+@pytest.fixture
+def con(tmp_path):
+    connection = warehouse.connect(tmp_path / "w.duckdb")
+    yield connection
+    connection.close()
+
+
+def test_every_declared_column_list_is_the_table_without_its_stamp(con):
+    for name, contract in TABLES.items():
+        if not contract.columns:
+            continue
+        schema, table = name.split(".")
+        stored = [
+            row[0]
+            for row in con.execute(
+                "select column_name from information_schema.columns "
+                "where table_schema = ? and table_name = ? "
+                "and table_catalog = current_database() order by ordinal_position",
+                [schema, table],
+            ).fetchall()
+        ]
+        assert [c for c in stored if c != contract.stamp] == list(contract.columns), (
+            name
+        )
+
+
+def test_dict_rows_land_in_their_columns_whatever_the_key_order(con):
+    rows = [
+        {"char_count": 5, "tokenizer": "t", "text": "hello", "artifact_hash": "h1",
+         "token_count": 1},
+        {"artifact_hash": "h2", "token_count": 2, "text": "hi you", "tokenizer": "t",
+         "char_count": 6},
+    ]  # fmt: skip
+    with transaction(con):
+        assert write_dicts(con, "raw.artifacts", rows).inserted == 2
+    stored = con.execute(
+        "select artifact_hash, text, token_count, tokenizer, char_count "
+        "from raw.artifacts order by 1"
+    ).fetchall()
+    assert stored == [("h1", "hello", 1, "t", 5), ("h2", "hi you", 2, "t", 6)]
+
+
+def test_a_subset_of_the_columns_leaves_the_others_null(con):
+    with transaction(con):
+        write_dicts(con, "raw.artifacts", [{"artifact_hash": "h", "text": "x"}])
+    assert con.execute(
+        "select text, token_count, tokenizer from raw.artifacts"
+    ).fetchall() == [("x", None, None)]
+
+
+def test_an_unknown_column_or_uneven_rows_are_refused_writing_nothing(con):
+    unknown = [{"artifact_hash": "h", "txt": "x"}]
+    refusal = r"raw.artifacts: no column\(s\) txt"
+    with pytest.raises(WarehouseError, match=refusal), transaction(con):
+        write_dicts(con, "raw.artifacts", unknown)
+    rows = [{"artifact_hash": "a", "text": "x"}, {"artifact_hash": "b"}]
+    with (
+        pytest.raises(WarehouseError, match="give different columns"),
+        transaction(con),
+    ):
+        write_dicts(con, "raw.artifacts", rows)
+    assert con.execute("select count(*) from raw.artifacts").fetchone()[0] == 0

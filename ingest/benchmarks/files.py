@@ -154,8 +154,11 @@ def read_json_or_jsonl(path: Path) -> list[tuple[int | None, Any]]:
     An empty file or list, and a file that is one JSON object (``{"data": [...]}``),
     are refused.
     """
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        head = handle.read(1 << 16).lstrip()
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(1 << 16).lstrip()
+    except OSError as error:  # a folder, a missing or unreadable file
+        raise InputError(f"cannot read: {error}", file=str(path)) from error
     if head.startswith("["):
         rows: list[tuple[int | None, Any]] = list(read_json_list(path))
     else:

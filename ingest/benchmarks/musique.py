@@ -81,8 +81,11 @@ UNANSWERABLE_SUFFIX = "#unanswerable"
 
 
 def _is_json_list(path: Path) -> bool:
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        return handle.read(1 << 12).lstrip().startswith("[")
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            return handle.read(1 << 12).lstrip().startswith("[")
+    except OSError:  # read_json_or_jsonl names the file and the problem
+        return False
 
 
 def answerable(record: Record) -> bool:

@@ -467,3 +467,21 @@ def test_a_json_loader_given_json_lines_says_so(assert_refused, tmp_path):
         where=f"{path}:2",
         pattern="JSON Lines",
     )
+
+
+@pytest.mark.parametrize(
+    "benchmark", ["hotpotqa", "musique", "nq_open", "triviaqa", "longmemeval", "loong"]
+)
+def test_a_folder_given_for_a_benchmark_file_is_one_line(
+    assert_refused, tmp_path, benchmark
+):
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    assert_refused(
+        "ingest",
+        "benchmark",
+        benchmark,
+        str(folder),
+        where=str(folder),
+        pattern="cannot read",
+    )

@@ -11,7 +11,8 @@ finished run and none of its data, or both. A job that ends without a commit
 a failure before its commit) is not worth a lake commit, which would rewrite
 the published snapshot file (a copy of the whole warehouse) for a job that
 changed nothing: it appends one line to ``<lake>/tmp/runs/ended.jsonl``
-instead (:func:`ended_jobs`), which ``ragledger runs`` lists with the rest.
+instead, or, when it failed, to the user's own log outside the warehouse
+(:func:`failed_jobs_log`); ``ragledger runs`` lists both (:func:`ended_jobs`).
 While it runs, a job leaves a marker file (see below), so ``ragledger runs``
 shows it running, or interrupted once killed.
 
@@ -25,7 +26,6 @@ whether they are alive.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import uuid
@@ -34,13 +34,13 @@ from contextlib import contextmanager, nullcontext, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from warehouse.connections import transaction
 from warehouse.hashing import canonical_json
+from warehouse.job_files import job_marker, log_ended, new_run_id
 from warehouse.lake import LAKE_ALIAS
 from warehouse.processes import alive
 from warehouse.raw_tables import write
@@ -180,94 +180,6 @@ def mark_interrupted(con: duckdb.DuckDBPyConnection) -> int:
     return len(dead)
 
 
-# --- job markers: jobs that write without a raw.runs row of their own --------
-#
-# A writing job that records no run while it works (ingest, build) leaves a
-# marker file ``<lake>/tmp/runs/<run_id>.json`` from its start to its end. The
-# file is removed when the job ends, well or with an error; only a killed job
-# leaves it behind. :func:`job_markers` reads them back as ``running`` (the
-# process is alive, or runs on another host) or ``interrupted`` (it is gone).
-
-MARKER_DIR = "runs"
-
-
-def marker_dir(tmp_dir: Path) -> Path:
-    """Where the job markers of a lake live (``<lake>/tmp/runs``)."""
-    return tmp_dir / MARKER_DIR
-
-
-def new_run_id(kind: str) -> str:
-    """A fresh run id: the kind (spaces as dashes) and 16 hex digits."""
-    return f"{kind.replace(' ', '-')}-{uuid.uuid4().hex[:16]}"
-
-
-@contextmanager
-def job_marker(
-    tmp_dir: Path, kind: str, command: str, run_id: str | None = None
-) -> Iterator[str | None]:
-    """Mark a job as running for the block; yields its run id (None when the
-    marker cannot be written: a read-only lake). A job that creates the lake
-    makes the folders for its marker; those left empty are removed again."""
-    run_id = run_id or new_run_id(kind)
-    folder = marker_dir(tmp_dir)
-    if not tmp_dir.parent.parent.is_dir():  # no such place for a lake
-        yield None
-        return
-    made = [p for p in (folder, folder.parent, folder.parent.parent) if not p.exists()]
-    try:
-        yield from _marked(folder, run_id, kind, command)
-    finally:
-        for path in made:  # innermost first; a lake now in them keeps them
-            with suppress(OSError):
-                path.rmdir()
-
-
-def _marked(folder: Path, run_id: str, kind: str, command: str) -> Iterator[str | None]:
-    target = folder / f"{run_id}.json"
-    record = {
-        "run_id": run_id,
-        "kind": kind,
-        "command": command,
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / f".{run_id}.partial"
-        partial.write_text(json.dumps(record), encoding="utf-8")
-        os.replace(partial, target)
-    except OSError:  # a read-only lake: the job itself says what is wrong
-        yield None
-        return
-    try:
-        yield run_id
-    finally:
-        with suppress(OSError):
-            target.unlink()
-
-
-def job_markers(tmp_dir: Path) -> list[dict[str, Any]]:
-    """The markers left in ``tmp_dir``, each with ``status`` ``running`` or
-    ``interrupted`` (this host's process is gone). Unreadable files are skipped."""
-    folder = marker_dir(tmp_dir)
-    if not folder.is_dir():
-        return []
-    host = socket.gethostname()
-    found = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            pid = int(record["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if not isinstance(record, dict):
-            continue
-        gone = record.get("host") == host and not alive(pid)
-        found.append({**record, "status": "interrupted" if gone else "running"})
-    return found
-
-
 # --- jobs: one run row per command, written inside the job's own commits -----
 
 
@@ -337,11 +249,11 @@ def job(
                 "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
             )  # fmt: skip
             if status != "finished" or not current.recorded:
-                _log_ended(location, current, status)
+                log_ended(location, current, status)
             raise
         _JOB.reset(token)
         if not current.recorded:
-            _log_ended(location, current, "finished")
+            log_ended(location, current, "finished")
 
 
 def _clean_exit(error: BaseException) -> bool:
@@ -437,54 +349,3 @@ def _has_rows_written(con: duckdb.DuckDBPyConnection) -> bool:
             "and database_name = current_database()"
         ).fetchone()[0]
     )
-
-
-def _log_ended(location: Any, running: Job, status: str) -> None:
-    """The run of a job that ended without committing (a no-op, an export, a
-    failure before its commit): one line in ``<lake>/tmp/runs/ended.jsonl``,
-    not a lake commit, which would rewrite the published snapshot file (a copy
-    of the whole warehouse) and cut off its open connections for a job that
-    changed nothing. Never raises; no lake, no line."""
-    if not location.exists():
-        return
-    record = {
-        "run_id": running.run_id,
-        "kind": running.kind,
-        "command": running.command,
-        "status": status,
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "started_at": running.started_at.isoformat(timespec="seconds"),
-        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "snapshot": running.snapshot,
-        "rows_written": running.rows,
-    }
-    line = (json.dumps(record) + "\n").encode("utf-8")
-    with suppress(OSError):
-        folder = marker_dir(location.tmp_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / ENDED_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)  # one write of one line: appends never interleave
-        finally:
-            os.close(fd)
-
-
-#: The log of jobs that ended without a commit, in the marker folder.
-ENDED_LOG = "ended.jsonl"
-
-
-def ended_jobs(tmp_dir: Path) -> list[dict[str, Any]]:
-    """The lines of the ended-jobs log (see :func:`_log_ended`); unreadable
-    lines (a write cut by a full disk) are skipped."""
-    try:
-        text = (marker_dir(tmp_dir) / ENDED_LOG).read_text(encoding="utf-8")
-    except OSError:
-        return []
-    found = []
-    for line in text.splitlines():
-        with suppress(ValueError):
-            record = json.loads(line)
-            if isinstance(record, dict) and "run_id" in record:
-                found.append(record)
-    return found

@@ -366,6 +366,7 @@ def audit(
         raise click.UsageError("pass --stratify-by or --cluster-by, not both")
     from analysis.audit import DEFAULT_HINT_FIELDS, audit_warehouse
 
+    settings = _settings(values)  # bad values refused before the lake is opened
     path = database_path(ctx) or default_database_path()
     from warehouse import pin
 
@@ -375,7 +376,7 @@ def audit(
         run = audit_warehouse(
             path,
             panels=panels,
-            settings=_settings(values),
+            settings=settings,
             current=current,
             candidate=candidate,
             metric_order=[m.strip() for m in metric_order.split(",")]

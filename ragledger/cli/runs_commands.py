@@ -14,7 +14,7 @@ from ragledger.cli.common import database_path, error_handler
 from ragledger.cli.console import console, errors
 from ragledger.cli.output import format_option, write_json, write_rows, write_table
 from warehouse import lake
-from warehouse.runs import ended_jobs, job_markers
+from warehouse.job_files import ended_jobs, job_markers
 
 #: Tables whose rows carry the run that wrote them, with the label each count gets.
 RUN_TABLES = (
@@ -124,9 +124,9 @@ def _snapshots(con: Any, ids: list[str]) -> dict[str, int]:
 
 
 def marked_runs(tmp_dir: Any, kind: str | None = None) -> list[dict[str, Any]]:
-    """Jobs that left a marker (:func:`warehouse.runs.job_markers`): ``running``,
+    """Jobs that left a marker (:func:`warehouse.job_files.job_markers`): ``running``,
     or ``interrupted`` when killed; then the jobs that ended without a commit
-    (:func:`warehouse.runs.ended_jobs`), each with its status. In the shape of
+    (:func:`warehouse.job_files.ended_jobs`), each with its status. In the shape of
     :func:`list_runs`; a job in both is listed as it ended."""
     runs: dict[str, dict[str, Any]] = {}
     for record in [*job_markers(tmp_dir), *ended_jobs(tmp_dir)]:

@@ -86,7 +86,7 @@ def test_killed_ingest_is_listed_as_interrupted(tmp_path):
 def test_running_and_finished_jobs(tmp_path):
     """A live job's marker reads running; a job that ends leaves no marker."""
     from warehouse import lake
-    from warehouse.runs import job_marker
+    from warehouse.job_files import job_marker
 
     database = tmp_path / "w.duckdb"
     warehouse.connect(database).close()

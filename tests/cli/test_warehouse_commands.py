@@ -170,12 +170,13 @@ def test_export_refuses_any_lake(small_lake, tmp_path):
         )
         line = _one_line_refusal(done)
         assert "lake" in line or "warehouse" in line, f"{name}: {line}"
-    ended = small_lake.with_suffix(".lake") / "tmp" / "runs" / "ended.jsonl"
-    logged = [json.loads(line) for line in ended.read_text().splitlines()]
+    from warehouse.job_files import ended_jobs
+
+    logged = ended_jobs(small_lake.with_suffix(".lake") / "tmp")
     assert [(r["kind"], r["status"]) for r in logged[-len(targets) :]] == [
         ("export parquet", "failed")
     ] * len(targets)  # each refusal is a failed run in `ragledger runs`
-    skip = ("-shm", "-wal", ".lock", "ended.jsonl")  # the runs log: not the export
+    skip = ("-shm", "-wal", ".lock")  # a refusal leaves no file, not even a log
     for name, path in watched.items():
         after = {k: v for k, v in tree_state(path).items() if not k.endswith(skip)}
         assert after == {

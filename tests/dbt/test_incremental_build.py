@@ -32,7 +32,7 @@ import warehouse
 from ingest.matrix import COLUMNS, load_matrix
 from ragledger.cli import main
 from tests.dbt.conftest import add_generation, compressed_hash
-from warehouse import dbt_runner
+from warehouse import build_changes, build_scratch, mart_publish
 from warehouse.hashing import sha256_text
 from warehouse.lake import copy_warehouse, resolve
 
@@ -298,9 +298,9 @@ def test_publishing_an_incremental_build_with_nothing_changed_commits_nothing(
     con = warehouse.connect(location, read_only=True)
     snapshot = warehouse.connections.current_snapshot(con)
     con.close()
-    plan = dbt_runner.BuildPlan(snapshot, False, "nothing changed", (), snapshot)
+    plan = build_changes.BuildPlan(snapshot, False, "nothing changed", (), snapshot)
     marts = tuple(fingerprints(database))
-    assert dbt_runner.publish_marts(location, marts, snapshot, plan) == ((), None)
+    assert mart_publish.publish_marts(location, marts, snapshot, plan) == ((), None)
     con = warehouse.connect(location, read_only=True)
     assert warehouse.connections.current_snapshot(con) == snapshot
     con.close()
@@ -320,7 +320,7 @@ def planned(built, tmp_path):
 
 def test_the_copied_build_is_incremental_with_nothing_changed(planned):
     location, snapshot = planned
-    plan = dbt_runner.plan_build(location, snapshot)
+    plan = build_changes.plan_build(location, snapshot)
     assert not plan.full, plan.reason
     assert plan.datasets == ()
 
@@ -328,29 +328,29 @@ def test_the_copied_build_is_incremental_with_nothing_changed(planned):
 def test_no_scratch_database_means_a_full_refresh(planned):
     location, snapshot = planned
     shutil.rmtree(location.tmp_dir)
-    plan = dbt_runner.plan_build(location, snapshot)
+    plan = build_changes.plan_build(location, snapshot)
     assert plan.full
     assert plan.reason == "no scratch database from an earlier build"
 
 
 def test_a_scratch_database_from_another_lake_means_a_full_refresh(planned):
     location, snapshot = planned
-    con = dbt_runner._scratch_session(location, read_only=False)
+    con = build_scratch.scratch_session(location, read_only=False)
     con.execute(
         "update dbt.ragledger_build.state set snapshot_time = '2001-01-01 00:00:00+00'"
     )
     con.close()
-    plan = dbt_runner.plan_build(location, snapshot)
+    plan = build_changes.plan_build(location, snapshot)
     assert plan.full
     assert "built from another lake" in plan.reason
 
 
 def test_a_changed_project_means_a_full_refresh(planned):
     location, snapshot = planned
-    con = dbt_runner._scratch_session(location, read_only=False)
+    con = build_scratch.scratch_session(location, read_only=False)
     con.execute("update dbt.ragledger_build.state set project_hash = 'old'")
     con.close()
-    plan = dbt_runner.plan_build(location, snapshot)
+    plan = build_changes.plan_build(location, snapshot)
     assert plan.full
     assert plan.reason == "the dbt project changed since the last build"
 
@@ -365,7 +365,7 @@ def test_a_changed_reader_family_refreshes_the_datasets_it_answers_in(planned):
         )
     after = warehouse.connections.current_snapshot(con)
     con.close()
-    plan = dbt_runner.plan_build(location, after)
+    plan = build_changes.plan_build(location, after)
     assert not plan.full, plan.reason
     # zen/r2 answers only in the toy matrix release (conftest.add_toy_panels)
     assert plan.datasets == ("toy:nq",)
@@ -380,6 +380,6 @@ def test_a_changed_policy_means_a_full_refresh(planned):
         )
     after = warehouse.connections.current_snapshot(con)
     con.close()
-    plan = dbt_runner.plan_build(location, after)
+    plan = build_changes.plan_build(location, after)
     assert plan.full
     assert plan.reason.startswith("raw.policies changed")

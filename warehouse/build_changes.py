@@ -10,7 +10,7 @@ refresh, with the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from warehouse.build_scratch import (
@@ -45,6 +45,10 @@ class BuildPlan:
     since: int | None = None  # a partial build: the snapshot of the last build
     #: a partial build: the lake tables ("schema.table") changed since
     tables: tuple[str, ...] = ()
+    #: what the scratch records after the build (build_scratch.record_build):
+    #: the commit time of ``snapshot`` and the lake's raw schema fingerprint
+    snapshot_time: str | None = None
+    schema_hash: str | None = None
 
     def selectors(self) -> list[str]:
         """dbt selectors of what a partial build runs: what the changed tables feed."""
@@ -96,25 +100,36 @@ def plan_build(
     e.g. ``ingest --replace``). Anything else is a full refresh, with the
     reason.
     """
+    con = connect(location, read_only=True, at=snapshot)
+    try:
+        stamp = {
+            "snapshot_time": lake_snapshot_time(con, snapshot),
+            "schema_hash": raw_schema_fingerprint(con),
+        }
+        plan = _plan(location, con, snapshot, full_refresh, stamp["schema_hash"])
+    finally:
+        con.close()
+    return replace(plan, **stamp)
+
+
+def _plan(
+    location: Location, con: Any, snapshot: int, full_refresh: bool, schema_hash: str
+) -> BuildPlan:
     import duckdb
 
     if full_refresh:
         return BuildPlan(snapshot, True, "asked for (--full-refresh)")
     try:
         state = _read_state(location)
-        con = connect(location, read_only=True, at=snapshot)
-        try:
-            _check_state(con, state)
-            since = int(state["lake_snapshot"])
-            if since > snapshot:
-                raise _FullRefresh(
-                    f"the scratch database is ahead of the lake (snapshot {since} "
-                    f"> {snapshot})"
-                )
-            tables = _changed_tables(con, since, snapshot)
-            datasets = _changed_datasets(con, since, snapshot, tables)
-        finally:
-            con.close()
+        _check_state(con, state, schema_hash)
+        since = int(state["lake_snapshot"])
+        if since > snapshot:
+            raise _FullRefresh(
+                f"the scratch database is ahead of the lake (snapshot {since} "
+                f"> {snapshot})"
+            )
+        tables = _changed_tables(con, since, snapshot)
+        datasets = _changed_datasets(con, since, snapshot, tables)
     except _FullRefresh as why:
         return BuildPlan(snapshot, True, str(why))
     except duckdb.Error as error:
@@ -188,7 +203,7 @@ def _read_state(location: Location) -> dict[str, Any]:
     return dict(zip(columns, row, strict=True))
 
 
-def _check_state(con: Any, state: Mapping[str, Any]) -> None:
+def _check_state(con: Any, state: Mapping[str, Any], schema_hash: str) -> None:
     if state["project_hash"] != project_fingerprint():
         raise _FullRefresh("the dbt project changed since the last build")
     since = int(state["lake_snapshot"])
@@ -197,7 +212,7 @@ def _check_state(con: Any, state: Mapping[str, Any]) -> None:
             f"the scratch database was built from another lake or from snapshot "
             f"{since}, which this lake no longer holds (re-created or expired)"
         )
-    if raw_schema_fingerprint(con) != state["schema_hash"]:
+    if schema_hash != state["schema_hash"]:
         raise _FullRefresh("the lake's raw schema changed since the last build")
 
 

@@ -43,14 +43,18 @@ def attach_scratch(con: Any, location: Location, *, read_only: bool) -> None:
 
 
 def scratch_session(location: Location, *, read_only: bool) -> Any:
-    """A lake connection with the scratch database attached as ``dbt``."""
-    con = connect(location, read_only=True)
-    try:
-        attach_scratch(con, location, read_only=read_only)
-    except BaseException:
-        con.close()
-        raise
-    return con
+    """The scratch database alone (its catalog is ``dbt``, as dbt names it).
+
+    No lake is attached: the bookkeeping reads and writes only the scratch
+    file, so it costs no DuckLake attach (or extension load).
+    """
+    import duckdb
+
+    from warehouse.extensions import OFFLINE
+
+    return duckdb.connect(
+        str(scratch_file(location)), read_only=read_only, config=dict(OFFLINE)
+    )
 
 
 def prepare_scratch(location: Location, plan: BuildPlan) -> None:
@@ -79,14 +83,16 @@ def prepare_scratch(location: Location, plan: BuildPlan) -> None:
 
 def record_build(location: Location, plan: BuildPlan) -> None:
     """After a complete build and its publish: the scratch reflects ``plan.snapshot``."""
-    con = scratch_session(location, read_only=False)
-    try:
+    snapshot_time, schema_hash = plan.snapshot_time, plan.schema_hash
+    if snapshot_time is None or schema_hash is None:  # a plan made by hand
         lake_con = connect(location, read_only=True, at=plan.snapshot)
         try:
             snapshot_time = lake_snapshot_time(lake_con, plan.snapshot)
             schema_hash = raw_schema_fingerprint(lake_con)
         finally:
             lake_con.close()
+    con = scratch_session(location, read_only=False)
+    try:
         con.execute(f"create schema if not exists {SCRATCH_ALIAS}.{STATE_SCHEMA}")
         con.execute(
             f"create or replace table {SCRATCH_ALIAS}.{STATE_SCHEMA}.state as select "

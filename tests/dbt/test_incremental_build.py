@@ -214,6 +214,23 @@ def shrink(database: Path, root: Path) -> None:
     con.close()
 
 
+def comments(database: Path) -> dict[tuple[str, str, str], str]:
+    """(database, mart, column) -> comment: the lake's marts and dbt's scratch ones."""
+    location = resolve(database)
+    query = (
+        "select database_name, table_name, column_name, comment from duckdb_columns() "
+        "where database_name = ? and schema_name = 'marts' and comment <> ''"
+    )
+    found = {}
+    con = warehouse.connect(location, read_only=True)
+    found.update({row[:3]: row[3] for row in con.execute(query, ["lake"]).fetchall()})
+    con.close()
+    con = build_scratch.scratch_session(location, read_only=True)
+    found.update({row[:3]: row[3] for row in con.execute(query, ["dbt"]).fetchall()})
+    con.close()
+    return found
+
+
 def toy_verified_panels(database: Path) -> dict[str, tuple[int, int]]:
     """{panel_kind: (row_count, reader_count)} of toy-verified's em panels."""
     con = warehouse.connect(database, read_only=True)
@@ -243,9 +260,11 @@ def chain(built, tmp_path_factory):
         incremental_output = run_build(database, root)
         incremental = fingerprints(database)
         panels = toy_verified_panels(database)
+        incremental_comments = comments(database)
         full_output = run_build(database, root, "--full-refresh")
         full = fingerprints(database)
         steps[name] = (incremental_output, incremental, full_output, full, panels)
+        steps[f"{name} comments"] = (incremental_comments, comments(database))
     return before, steps, database
 
 
@@ -278,6 +297,17 @@ def test_shrinking_and_replace_are_built_incrementally_and_equal_a_full_build(ch
     # gamma's calls are gone: the all-readers panel vanished
     assert panels == {"primary": (3, 2), "declared": (3, 2)}
     assert incremental == full
+
+
+def test_an_incremental_build_keeps_the_marts_column_comments(chain):
+    # an incremental build does not write the comments again (persist_docs is
+    # skipped for incremental models): the tables keep what the full build wrote
+    _, steps, _ = chain
+    for name in ("grow", "shrink"):
+        incremental, full = steps[f"{name} comments"]
+        assert incremental == full
+        for database in ("lake", "dbt"):
+            assert (database, "fct_panel_cells", "transition_type") in incremental
 
 
 def test_unchanged_marts_are_not_republished(chain):

@@ -24,6 +24,13 @@ inflated 3-8x; CPU is what counts), ``python -m benchmarks dbt_build --scale 1
 | 1x | 176,864 | 36.7 s | 19.8 s | 54% | 1.2 s |
 | 10x | 1,768,640 | 100.5 s | 21.9 s | 22% | 1.0 s |
 
+Again at 1x the same day, before the split of warehouse/dbt_runner.py (load
+average ~20): full 36.6 s, after a 1,000-row ingest 17.8 s (49%), nothing
+changed 1.2 s. At load ~5, one run each: before the trims of the build's
+bookkeeping and persist_docs 30.4 s / 17.0 s (56%) / 1.1 s, after them
+31.5 s / 14.8 s (47%) / 0.7 s. The 10x figures of ``python -m benchmarks scale`` are in the
+README ("At scale").
+
 The build after a small ingest is mostly dbt's fixed cost (start-up, and per
 node: compile, run, persist_docs comments) for the ~120 nodes the changed
 matrix tables feed; its data work is O(changed datasets).

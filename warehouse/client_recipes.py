@@ -81,35 +81,69 @@ def connection_recipes(location: Location) -> dict[str, Any]:
     attach = location.attach_sql(read_only=True)
     use = f"USE {LAKE_ALIAS}"
     installs = install_statements(location)
-    extensions = catalog_extensions(location)
     pip = pip_line(location)
-    bi_url = sqlalchemy_url(location)
-    bi_args = {"read_only": True}
     snapshot = str(location.snapshot_file)
-    memory_args = {"read_only": False, "preload_extensions": extensions, "config": {}}
-    install_python = (
-        "import duckdb\n"
-        "con = duckdb.connect()\n"
-        + "".join(f"con.execute({statement!r})\n" for statement in installs)
-        + "con.close()\n"
-    )
     return {
         "lake": str(location.root),
         "catalog": f"ducklake:{location.catalog}",
         "data_path": location.data_path,
         "snapshot_file": snapshot,
         "duckdb_version": DUCKDB_VERSION,
-        "extensions": extensions,
-        "install": {
-            "note": (
-                f"the live lake needs DuckDB {DUCKDB_VERSION} exactly (its extensions "
-                "ship on PyPI; newer DuckDB would download them); run the INSTALL "
-                "lines once per user and machine"
-            ),
-            "pip": pip,
-            "sql": installs,
-            "python": install_python,
+        "extensions": catalog_extensions(location),
+        "install": _install_recipe(installs, pip),
+        **_duckdb_recipes(installs, pip, attach, use),
+        "sqlalchemy": _sqlalchemy_recipe(location),
+        "sqlalchemy_on_connect": _on_connect_recipe(location, attach, use),
+        "superset": {
+            "sqlalchemy_uri": sqlalchemy_url(location),
+            "extra": json.dumps({"engine_params": {"connect_args": _BI_ARGS}}),
         },
+        "ibis": (
+            "import ibis\n"
+            "con = ibis.duckdb.connect()\n"
+            f"con.raw_sql({attach!r})\n"
+            f"con.raw_sql({use!r})\n"
+            "con.list_tables(database=('lake', 'marts'))"
+        ),
+        "snapshot": {
+            "clients": "any DuckDB 1.x (the duckdb CLI, DBeaver, harlequin, ibis)",
+            "command": f"duckdb -readonly {_shell_word(snapshot)}",
+            "note": (
+                "a copy refreshed after every job by replacing the file: an open "
+                "connection keeps the copy it opened; reconnect to see newer data"
+            ),
+        },
+    }
+
+
+#: what a BI tool passes to duckdb-engine: the lake opened read-only
+_BI_ARGS = {"read_only": True}
+
+
+def _install_recipe(installs: list[str], pip: str) -> dict[str, Any]:
+    """The one-time install of the pinned client and its extensions."""
+    return {
+        "note": (
+            f"the live lake needs DuckDB {DUCKDB_VERSION} exactly (its extensions "
+            "ship on PyPI; newer DuckDB would download them); run the INSTALL "
+            "lines once per user and machine"
+        ),
+        "pip": pip,
+        "sql": installs,
+        "python": (
+            "import duckdb\n"
+            "con = duckdb.connect()\n"
+            + "".join(f"con.execute({statement!r})\n" for statement in installs)
+            + "con.close()\n"
+        ),
+    }
+
+
+def _duckdb_recipes(
+    installs: list[str], pip: str, attach: str, use: str
+) -> dict[str, Any]:
+    """The DuckDB CLI script, its bare statements and the Python snippet."""
+    return {
         "duckdb_sql": "\n".join(
             [f"-- DuckDB {DUCKDB_VERSION}: {pip}"]
             + [f"{statement};  -- once per machine" for statement in installs]
@@ -127,68 +161,63 @@ def connection_recipes(location: Location) -> dict[str, Any]:
             f"con.execute({use!r})\n"
             f"print(con.execute({PROBE!r}).fetchall())"
         ),
-        "sqlalchemy": {
-            "url": bi_url,
-            "connect_args": bi_args,
-            "note": (
-                "opens the lake read-only as the main database (tables read "
-                "marts.fct_...); paste url and connect_args into a BI tool; "
-                "run the INSTALL lines once first"
-            ),
-            "python": (
-                "import sqlalchemy\n"
-                f"engine = sqlalchemy.create_engine({bi_url!r}, "
-                f"connect_args={bi_args!r})\n"
-                "with engine.connect() as connection:\n"
-                f"    print(connection.execute(sqlalchemy.text({PROBE!r})).all())"
-            ),
-            "snapshot_url": f"duckdb:///{location.snapshot_file}",
-            "snapshot_connect_args": {"read_only": True},
-        },
-        "sqlalchemy_on_connect": {
-            "url": "duckdb:///:memory:",
-            "connect_args": memory_args,
-            "on_connect": [attach, use],
-            "note": (
-                "an in-memory database that attaches the lake as 'lake' on every "
-                "new DBAPI connection (the SQLAlchemy 'connect' event)"
-            ),
-            "python": (
-                "import sqlalchemy\n"
-                "from sqlalchemy import event\n"
-                "engine = sqlalchemy.create_engine('duckdb:///:memory:', "
-                f"connect_args={memory_args!r})\n"
-                "\n"
-                "@event.listens_for(engine, 'connect')\n"
-                "def attach_lake(dbapi_connection, _record):\n"
-                "    cursor = dbapi_connection.cursor()\n"
-                f"    cursor.execute({attach!r})\n"
-                f"    cursor.execute({use!r})\n"
-                "    cursor.close()\n"
-                "\n"
-                "with engine.connect() as connection:\n"
-                f"    print(connection.execute(sqlalchemy.text({PROBE!r})).all())"
-            ),
-        },
-        "superset": {
-            "sqlalchemy_uri": bi_url,
-            "extra": json.dumps({"engine_params": {"connect_args": bi_args}}),
-        },
-        "ibis": (
-            "import ibis\n"
-            "con = ibis.duckdb.connect()\n"
-            f"con.raw_sql({attach!r})\n"
-            f"con.raw_sql({use!r})\n"
-            "con.list_tables(database=('lake', 'marts'))"
+    }
+
+
+def _sqlalchemy_recipe(location: Location) -> dict[str, Any]:
+    """duckdb-engine opening the lake itself (BI tools that take only a URL)."""
+    bi_url = sqlalchemy_url(location)
+    return {
+        "url": bi_url,
+        "connect_args": _BI_ARGS,
+        "note": (
+            "opens the lake read-only as the main database (tables read "
+            "marts.fct_...); paste url and connect_args into a BI tool; "
+            "run the INSTALL lines once first"
         ),
-        "snapshot": {
-            "clients": "any DuckDB 1.x (the duckdb CLI, DBeaver, harlequin, ibis)",
-            "command": f"duckdb -readonly {_shell_word(snapshot)}",
-            "note": (
-                "a copy refreshed after every job by replacing the file: an open "
-                "connection keeps the copy it opened; reconnect to see newer data"
-            ),
-        },
+        "python": (
+            "import sqlalchemy\n"
+            f"engine = sqlalchemy.create_engine({bi_url!r}, "
+            f"connect_args={_BI_ARGS!r})\n"
+            "with engine.connect() as connection:\n"
+            f"    print(connection.execute(sqlalchemy.text({PROBE!r})).all())"
+        ),
+        "snapshot_url": f"duckdb:///{location.snapshot_file}",
+        "snapshot_connect_args": {"read_only": True},
+    }
+
+
+def _on_connect_recipe(location: Location, attach: str, use: str) -> dict[str, Any]:
+    """An in-memory engine attaching the lake on every new DBAPI connection."""
+    memory_args = {
+        "read_only": False,
+        "preload_extensions": catalog_extensions(location),
+        "config": {},
+    }
+    return {
+        "url": "duckdb:///:memory:",
+        "connect_args": memory_args,
+        "on_connect": [attach, use],
+        "note": (
+            "an in-memory database that attaches the lake as 'lake' on every "
+            "new DBAPI connection (the SQLAlchemy 'connect' event)"
+        ),
+        "python": (
+            "import sqlalchemy\n"
+            "from sqlalchemy import event\n"
+            "engine = sqlalchemy.create_engine('duckdb:///:memory:', "
+            f"connect_args={memory_args!r})\n"
+            "\n"
+            "@event.listens_for(engine, 'connect')\n"
+            "def attach_lake(dbapi_connection, _record):\n"
+            "    cursor = dbapi_connection.cursor()\n"
+            f"    cursor.execute({attach!r})\n"
+            f"    cursor.execute({use!r})\n"
+            "    cursor.close()\n"
+            "\n"
+            "with engine.connect() as connection:\n"
+            f"    print(connection.execute(sqlalchemy.text({PROBE!r})).all())"
+        ),
     }
 
 

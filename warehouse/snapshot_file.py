@@ -27,139 +27,37 @@ removes partials of processes that are gone.
 
 from __future__ import annotations
 
-import datetime
 import os
 import re
 import shutil
-import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
 from warehouse import lake
 from warehouse.connections import connect, current_snapshot
-from warehouse.extensions import OFFLINE
 from warehouse.lake import Location, resolve
 from warehouse.processes import alive
+from warehouse.snapshot_state import (
+    INFO_SCHEMA,
+    FileState,
+    file_state,
+    is_current,
+    lake_identity,
+    lake_state,
+    published_snapshot,
+)
+
+__all__ = ["FileState", "file_state", "is_current", "publish", "published_snapshot"]
 
 SCHEMAS = ("raw", "marts", "analysis")
 #: Set to 0 to skip refreshing the snapshot file after jobs (e.g. bulk scripts).
 PUBLISH_ENV = "RAGLEDGER_PUBLISH"
-#: The schema in the file that says what it holds.
-INFO_SCHEMA = "ragledger_snapshot"
 #: Rewrite the file whole when more than this share of it is free blocks.
 MAX_FREE_SHARE = 0.5
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _CHANGE = re.compile(r"([a-z_]+):(\d+)$")
-
-
-@dataclass(frozen=True)
-class FileState:
-    """What a published file holds."""
-
-    identity: str | None
-    snapshot: int
-    #: (schema, table) -> DuckLake table id (empty: a file of an older format)
-    tables: dict[tuple[str, str], int]
-
-
-def published_snapshot(path: Path) -> int | None:
-    """The lake snapshot id a published file holds (None: no file or not ours)."""
-    state = file_state(path)
-    return None if state is None else state.snapshot
-
-
-def file_state(path: Path) -> FileState | None:
-    """Read ``ragledger_snapshot`` of a published file (None: no file or not ours)."""
-    if not path.exists():
-        return None
-    try:
-        con = duckdb.connect(str(path), read_only=True, config=dict(OFFLINE))
-    except duckdb.Error:
-        return None
-    try:
-        columns = {
-            name
-            for (name,) in con.execute(
-                "select column_name from duckdb_columns() where schema_name = "
-                f"'{INFO_SCHEMA}' and table_name = 'info'"
-            ).fetchall()
-        }
-        if "snapshot_id" not in columns:
-            return None
-        identity = "lake_identity" if "lake_identity" in columns else "null"
-        row = con.execute(
-            f"select snapshot_id, {identity} from {INFO_SCHEMA}.info limit 1"
-        ).fetchone()
-        if row is None:
-            return None
-        tables: dict[tuple[str, str], int] = {}
-        if identity != "null":
-            for schema, name, table_id in con.execute(
-                f"select schema_name, table_name, table_id from {INFO_SCHEMA}.tables"
-            ).fetchall():
-                tables[(schema, name)] = int(table_id)
-    except duckdb.Error:
-        return None
-    finally:
-        con.close()
-    return FileState(row[1], int(row[0]), tables)
-
-
-def lake_state(location: Location) -> tuple[str, int] | None:
-    """The lake's identity and current snapshot, read cheaply (None: ask DuckDB).
-
-    The identity is the creation time of snapshot 0 in microseconds since the
-    epoch: a lake deleted and re-created at the same path has another one. For
-    a SQLite catalog both come from the catalog file by ``sqlite3`` (no DuckDB
-    instance, no extensions); other catalogs answer None here.
-    """
-    catalog = location.catalog_file
-    if catalog is None or not catalog.exists():
-        return None
-    try:
-        with sqlite3.connect(f"file:{catalog}?mode=ro", uri=True) as con:
-            first = con.execute(
-                "select snapshot_time from ducklake_snapshot where snapshot_id = 0"
-            ).fetchone()
-            last = con.execute(
-                "select max(snapshot_id) from ducklake_snapshot"
-            ).fetchone()
-    except sqlite3.Error:
-        return None
-    if first is None or last is None or last[0] is None:
-        return None
-    try:
-        created = datetime.datetime.fromisoformat(str(first[0]))
-    except ValueError:
-        return None
-    if created.tzinfo is None:
-        created = created.replace(tzinfo=datetime.UTC)
-    return str((created - _EPOCH) // datetime.timedelta(microseconds=1)), int(last[0])
-
-
-def _lake_identity(con: duckdb.DuckDBPyConnection) -> str:
-    (micros,) = con.execute(
-        f"select epoch_us(snapshot_time) from {lake.LAKE_ALIAS}.snapshots() "
-        "where snapshot_id = 0"
-    ).fetchone()
-    return str(micros)
-
-
-def is_current(location: Location | str | Path | None = None) -> bool:
-    """True when the published file holds the lake's current snapshot (cheap)."""
-    location = location if isinstance(location, Location) else resolve(location)
-    state = lake_state(location)
-    held = file_state(location.snapshot_file)
-    return (
-        state is not None
-        and held is not None
-        and held.identity == state[0]
-        and held.snapshot == state[1]
-    )
 
 
 def publish(
@@ -187,64 +85,97 @@ def publish(
         con = connect(location, read_only=True)
         try:
             snapshot = current_snapshot(con)
-            identity = _lake_identity(con)
+            identity = lake_identity(con)
             held = file_state(target)
             if held is not None and (held.identity, held.snapshot) == (
                 identity,
                 snapshot,
             ):
                 return target, snapshot
-            con.execute(location.attach_sql(alias="pinned", snapshot=snapshot))
             chosen = [s for s in schemas if include_raw or s != "raw"]
-            wanted = _tables_at(con, snapshot, chosen)
-            partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-            _unlink(partial)
-            incremental = (
-                held is not None
-                and held.identity == identity
-                and held.snapshot <= snapshot
-                and bool(held.tables)
-            )
-            try:
-                if incremental:
-                    assert held is not None
-                    _kernel_copy(target, partial)
-                    con.execute(f"attach '{_sql(str(partial))}' as published")
-                    if _mostly_free(con):
-                        con.execute("detach published")
-                        _unlink(partial)
-                        incremental = False
-                changes = (
-                    _changes_since(con, held.snapshot, snapshot)
-                    if incremental and held is not None
-                    else None
-                )
-                if changes is None and incremental:
-                    con.execute("detach published")  # history expired: write anew
-                    _unlink(partial)
-                    incremental = False
-                if incremental and held is not None and changes is not None:
-                    _update(con, held, wanted, changes, held.snapshot, snapshot)
-                else:
-                    con.execute(f"attach '{_sql(str(partial))}' as published")
-                    _write_all(con, wanted)
-                _write_info(con, location, identity, snapshot, wanted)
-                con.execute("detach published")
-            except BaseException:
-                con.close()
-                _unlink(partial)
-                raise
+            partial = _write_partial(con, location, held, identity, snapshot, chosen)
         finally:
             con.close()
-        try:
-            with open(partial, "rb") as handle:
-                os.fsync(handle.fileno())
-            os.replace(partial, target)
-        except BaseException:
-            _unlink(partial)
-            raise
-        _remove_stale_wal(target)
+        _replace_file(partial, target)
     return target, snapshot
+
+
+def _write_partial(
+    con: duckdb.DuckDBPyConnection,
+    location: Location,
+    held: FileState | None,
+    identity: str,
+    snapshot: int,
+    schemas: Sequence[str],
+) -> Path:
+    """Write the file for ``snapshot`` beside the published one; its path.
+
+    From a kernel copy of the published file when it is this lake's, of an
+    earlier snapshot, mostly used and its history since is kept; else anew.
+    """
+    target = location.snapshot_file
+    con.execute(location.attach_sql(alias="pinned", snapshot=snapshot))
+    wanted = _tables_at(con, snapshot, schemas)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    _unlink(partial)
+    incremental = (
+        held is not None
+        and held.identity == identity
+        and held.snapshot <= snapshot
+        and bool(held.tables)
+    )
+    try:
+        changes = None
+        if incremental and held is not None:
+            changes = _attach_copy(con, target, partial, held, snapshot)
+        if held is not None and changes is not None:
+            _update(con, held, wanted, changes, held.snapshot, snapshot)
+        else:
+            con.execute(f"attach '{_sql(str(partial))}' as published")
+            _write_all(con, wanted)
+        _write_info(con, location, identity, snapshot, wanted)
+        con.execute("detach published")
+    except BaseException:
+        con.close()
+        _unlink(partial)
+        raise
+    return partial
+
+
+def _attach_copy(
+    con: duckdb.DuckDBPyConnection,
+    target: Path,
+    partial: Path,
+    held: FileState,
+    snapshot: int,
+) -> dict[int, set[str]] | None:
+    """Copy the published file to ``partial``, attach it as ``published``.
+
+    Returns the lake's changes since the file's snapshot; None when the copy
+    is mostly free space or that history is gone (snapshots expired): then
+    the copy is detached and removed, and the file must be written anew.
+    """
+    _kernel_copy(target, partial)
+    con.execute(f"attach '{_sql(str(partial))}' as published")
+    changes = (
+        None if _mostly_free(con) else _changes_since(con, held.snapshot, snapshot)
+    )
+    if changes is None:
+        con.execute("detach published")
+        _unlink(partial)
+    return changes
+
+
+def _replace_file(partial: Path, target: Path) -> None:
+    """Make ``partial`` durable and rename it over ``target`` (atomic)."""
+    try:
+        with open(partial, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(partial, target)
+    except BaseException:
+        _unlink(partial)
+        raise
+    _remove_stale_wal(target)
 
 
 def _tables_at(

@@ -157,3 +157,18 @@
         ~ ' where dataset_id in (select dataset_id from ' ~ changed_datasets_table() ~ '))'
     ) }}
 {%- endmacro %}
+
+
+{% macro duckdb__persist_docs(relation, model, for_relation, for_columns) -%}
+    {#-
+        dbt's own, except while `ragledger build` refreshes only the changed
+        datasets: an incremental model's table then keeps its rows of the
+        other datasets and the comments a full build wrote on it (a changed
+        description changes the project, and a changed project is a full
+        refresh), so writing them again is work for nothing.
+    -#}
+    {%- if model.config.get('materialized') == 'incremental' and is_partial_refresh() -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {{ return(default__persist_docs(relation, model, for_relation, for_columns)) }}
+{%- endmacro %}

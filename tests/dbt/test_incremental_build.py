@@ -32,7 +32,7 @@ import warehouse
 from ingest.matrix import COLUMNS, load_matrix
 from ragledger.cli import main
 from tests.dbt.conftest import add_generation, compressed_hash
-from warehouse import dbt_runner
+from warehouse import build_changes, build_scratch, mart_publish
 from warehouse.hashing import sha256_text
 from warehouse.lake import copy_warehouse, resolve
 
@@ -214,6 +214,23 @@ def shrink(database: Path, root: Path) -> None:
     con.close()
 
 
+def comments(database: Path) -> dict[tuple[str, str, str], str]:
+    """(database, mart, column) -> comment: the lake's marts and dbt's scratch ones."""
+    location = resolve(database)
+    query = (
+        "select database_name, table_name, column_name, comment from duckdb_columns() "
+        "where database_name = ? and schema_name = 'marts' and comment <> ''"
+    )
+    found = {}
+    con = warehouse.connect(location, read_only=True)
+    found.update({row[:3]: row[3] for row in con.execute(query, ["lake"]).fetchall()})
+    con.close()
+    con = build_scratch.scratch_session(location, read_only=True)
+    found.update({row[:3]: row[3] for row in con.execute(query, ["dbt"]).fetchall()})
+    con.close()
+    return found
+
+
 def toy_verified_panels(database: Path) -> dict[str, tuple[int, int]]:
     """{panel_kind: (row_count, reader_count)} of toy-verified's em panels."""
     con = warehouse.connect(database, read_only=True)
@@ -243,9 +260,11 @@ def chain(built, tmp_path_factory):
         incremental_output = run_build(database, root)
         incremental = fingerprints(database)
         panels = toy_verified_panels(database)
+        incremental_comments = comments(database)
         full_output = run_build(database, root, "--full-refresh")
         full = fingerprints(database)
         steps[name] = (incremental_output, incremental, full_output, full, panels)
+        steps[f"{name} comments"] = (incremental_comments, comments(database))
     return before, steps, database
 
 
@@ -280,6 +299,17 @@ def test_shrinking_and_replace_are_built_incrementally_and_equal_a_full_build(ch
     assert incremental == full
 
 
+def test_an_incremental_build_keeps_the_marts_column_comments(chain):
+    # an incremental build does not write the comments again (persist_docs is
+    # skipped for incremental models): the tables keep what the full build wrote
+    _, steps, _ = chain
+    for name in ("grow", "shrink"):
+        incremental, full = steps[f"{name} comments"]
+        assert incremental == full
+        for database in ("lake", "dbt"):
+            assert (database, "fct_panel_cells", "transition_type") in incremental
+
+
 def test_unchanged_marts_are_not_republished(chain):
     _, steps, _ = chain
     output = steps["grow"][0]
@@ -298,9 +328,9 @@ def test_publishing_an_incremental_build_with_nothing_changed_commits_nothing(
     con = warehouse.connect(location, read_only=True)
     snapshot = warehouse.connections.current_snapshot(con)
     con.close()
-    plan = dbt_runner.BuildPlan(snapshot, False, "nothing changed", (), snapshot)
+    plan = build_changes.BuildPlan(snapshot, False, "nothing changed", (), snapshot)
     marts = tuple(fingerprints(database))
-    assert dbt_runner.publish_marts(location, marts, snapshot, plan) == ((), None)
+    assert mart_publish.publish_marts(location, marts, snapshot, plan) == ((), None)
     con = warehouse.connect(location, read_only=True)
     assert warehouse.connections.current_snapshot(con) == snapshot
     con.close()
@@ -320,7 +350,7 @@ def planned(built, tmp_path):
 
 def test_the_copied_build_is_incremental_with_nothing_changed(planned):
     location, snapshot = planned
-    plan = dbt_runner.plan_build(location, snapshot)
+    plan = build_changes.plan_build(location, snapshot)
     assert not plan.full, plan.reason
     assert plan.datasets == ()
 
@@ -328,29 +358,29 @@ def test_the_copied_build_is_incremental_with_nothing_changed(planned):
 def test_no_scratch_database_means_a_full_refresh(planned):
     location, snapshot = planned
     shutil.rmtree(location.tmp_dir)
-    plan = dbt_runner.plan_build(location, snapshot)
+    plan = build_changes.plan_build(location, snapshot)
     assert plan.full
     assert plan.reason == "no scratch database from an earlier build"
 
 
 def test_a_scratch_database_from_another_lake_means_a_full_refresh(planned):
     location, snapshot = planned
-    con = dbt_runner._scratch_session(location, read_only=False)
+    con = build_scratch.scratch_session(location, read_only=False)
     con.execute(
         "update dbt.ragledger_build.state set snapshot_time = '2001-01-01 00:00:00+00'"
     )
     con.close()
-    plan = dbt_runner.plan_build(location, snapshot)
+    plan = build_changes.plan_build(location, snapshot)
     assert plan.full
     assert "built from another lake" in plan.reason
 
 
 def test_a_changed_project_means_a_full_refresh(planned):
     location, snapshot = planned
-    con = dbt_runner._scratch_session(location, read_only=False)
+    con = build_scratch.scratch_session(location, read_only=False)
     con.execute("update dbt.ragledger_build.state set project_hash = 'old'")
     con.close()
-    plan = dbt_runner.plan_build(location, snapshot)
+    plan = build_changes.plan_build(location, snapshot)
     assert plan.full
     assert plan.reason == "the dbt project changed since the last build"
 
@@ -365,7 +395,7 @@ def test_a_changed_reader_family_refreshes_the_datasets_it_answers_in(planned):
         )
     after = warehouse.connections.current_snapshot(con)
     con.close()
-    plan = dbt_runner.plan_build(location, after)
+    plan = build_changes.plan_build(location, after)
     assert not plan.full, plan.reason
     # zen/r2 answers only in the toy matrix release (conftest.add_toy_panels)
     assert plan.datasets == ("toy:nq",)
@@ -380,6 +410,6 @@ def test_a_changed_policy_means_a_full_refresh(planned):
         )
     after = warehouse.connections.current_snapshot(con)
     con.close()
-    plan = dbt_runner.plan_build(location, after)
+    plan = build_changes.plan_build(location, after)
     assert plan.full
     assert plan.reason.startswith("raw.policies changed")

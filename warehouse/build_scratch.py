@@ -1,0 +1,129 @@
+"""The scratch database dbt builds into, and the build bookkeeping it keeps.
+
+dbt builds every model in a DuckDB file beside the lake
+(``<lake>/tmp/dbt.duckdb``), kept between builds so a build refreshes only
+what changed. Its schema ``ragledger_build`` holds the bookkeeping: ``state``
+(one row: the lake snapshot the last complete build read and published, that
+snapshot's commit time, a fingerprint of the lake's raw schema and of the dbt
+project) and ``changed_datasets`` (the datasets the running build refreshes;
+absent on a full refresh). The heavy models are incremental by dataset
+(dbt_project/macros/dataset_partitions.sql).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from warehouse.connections import connect
+from warehouse.dbt_project import project_fingerprint
+from warehouse.lake import Location
+
+if TYPE_CHECKING:
+    from warehouse.build_changes import BuildPlan
+
+#: The name dbt gives the scratch database (its file's stem), used when the
+#: scratch file is attached to re-run a failing test or to publish.
+SCRATCH_ALIAS = "dbt"
+
+#: Schema of the scratch database holding the build bookkeeping.
+STATE_SCHEMA = "ragledger_build"
+
+
+def scratch_file(location: Location) -> Path:
+    """The DuckDB file dbt builds into (never read by BI: see publish_marts)."""
+    return location.tmp_dir / f"{SCRATCH_ALIAS}.duckdb"
+
+
+def attach_scratch(con: Any, location: Location, *, read_only: bool) -> None:
+    """Attach the scratch database to ``con`` as ``dbt``."""
+    mode = " (read_only)" if read_only else ""
+    path = str(scratch_file(location)).replace("'", "''")
+    con.execute(f"attach '{path}' as {SCRATCH_ALIAS}{mode}")
+
+
+def scratch_session(location: Location, *, read_only: bool) -> Any:
+    """The scratch database alone (its catalog is ``dbt``, as dbt names it).
+
+    No lake is attached: the bookkeeping reads and writes only the scratch
+    file, so it costs no DuckLake attach (or extension load).
+    """
+    import duckdb
+
+    from warehouse.extensions import OFFLINE
+
+    return duckdb.connect(
+        str(scratch_file(location)), read_only=read_only, config=dict(OFFLINE)
+    )
+
+
+def prepare_scratch(location: Location, plan: BuildPlan) -> None:
+    """Write the datasets to refresh (or, for a full refresh, forget the state)."""
+    scratch = scratch_file(location)
+    if plan.full and not scratch.exists():
+        return
+    scratch.parent.mkdir(parents=True, exist_ok=True)
+    con = scratch_session(location, read_only=False)
+    try:
+        con.execute(f"create schema if not exists {SCRATCH_ALIAS}.{STATE_SCHEMA}")
+        if plan.full:
+            con.execute(f"drop table if exists {SCRATCH_ALIAS}.{STATE_SCHEMA}.state")
+            con.execute(
+                f"drop table if exists {SCRATCH_ALIAS}.{STATE_SCHEMA}.changed_datasets"
+            )
+            return
+        con.execute(
+            f"create or replace table {SCRATCH_ALIAS}.{STATE_SCHEMA}.changed_datasets "
+            "as select unnest(?::varchar[]) as dataset_id",
+            [list(plan.datasets)],
+        )
+    finally:
+        con.close()
+
+
+def record_build(location: Location, plan: BuildPlan) -> None:
+    """After a complete build and its publish: the scratch reflects ``plan.snapshot``."""
+    snapshot_time, schema_hash = plan.snapshot_time, plan.schema_hash
+    if snapshot_time is None or schema_hash is None:  # a plan made by hand
+        lake_con = connect(location, read_only=True, at=plan.snapshot)
+        try:
+            snapshot_time = lake_snapshot_time(lake_con, plan.snapshot)
+            schema_hash = raw_schema_fingerprint(lake_con)
+        finally:
+            lake_con.close()
+    con = scratch_session(location, read_only=False)
+    try:
+        con.execute(f"create schema if not exists {SCRATCH_ALIAS}.{STATE_SCHEMA}")
+        con.execute(
+            f"create or replace table {SCRATCH_ALIAS}.{STATE_SCHEMA}.state as select "
+            "cast(? as bigint) as lake_snapshot, cast(? as varchar) as snapshot_time, "
+            "cast(? as varchar) as schema_hash, cast(? as varchar) as project_hash, "
+            "current_timestamp as built_at",
+            [plan.snapshot, snapshot_time, schema_hash, project_fingerprint()],
+        )
+        con.execute(
+            f"drop table if exists {SCRATCH_ALIAS}.{STATE_SCHEMA}.changed_datasets"
+        )
+    finally:
+        con.close()
+
+
+def raw_schema_fingerprint(con: Any) -> str:
+    """md5 of the lake's raw and analysis columns (names and types, in order)."""
+    row = con.execute(
+        "select md5(coalesce(string_agg(table_schema || '.' || table_name || '.' "
+        "|| column_name || ':' || data_type, ',' order by table_schema, "
+        "table_name, ordinal_position), '')) from information_schema.columns "
+        "where table_catalog = 'lake' and table_schema in ('raw', 'analysis')"
+    ).fetchone()
+    return str(row[0])
+
+
+def lake_snapshot_time(con: Any, snapshot: int) -> str | None:
+    """The commit time of a lake snapshot, as text (None: the lake lacks it)."""
+    row = con.execute(
+        "select cast(snapshot_time as varchar) from lake.snapshots() "
+        "where snapshot_id = ?",
+        [snapshot],
+    ).fetchone()
+    return None if row is None else str(row[0])

@@ -29,7 +29,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("warehouse_commands", "Create the warehouse (or bring its schema up to date) and load the default family map."),
     "maintain": ("warehouse_commands", "Compact small data files, expire old snapshots and remove orphan files."),
     "migrate": ("warehouse_commands", "Convert a ragledger 0.1 single-file warehouse OLD into a lake."),
-    "panels": ("dbt_commands", "List the panels of the marts with their footprint and verdict."),
+    "panels": ("panels_commands", "List the panels of the marts with their footprint and verdict."),
     "replay": ("replay_commands", "Run readers on a dataset's stored evidence artifacts and store the answers."),
     "replay-audit": ("audit_commands", "ragscale's replay-audit on its own file, with no warehouse, plus every audit statistic."),
     "rescore": ("rescore_commands", "Rescore a dataset's stored answers under one scorer version."),

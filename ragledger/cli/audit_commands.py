@@ -396,6 +396,11 @@ def audit(
         )
     finally:
         progress.finish()
+    _show_audit(run, output_format, snapshot, path)
+
+
+def _show_audit(run: Any, output_format: str, snapshot: int, path: Path) -> None:
+    """The audit's records (csv/json) or tables, and where it wrote."""
     if output_format != "table":
         _print_messages(run)
         fields = {**job_fields(), "snapshot": snapshot}

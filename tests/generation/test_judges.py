@@ -10,14 +10,14 @@ from click.testing import CliRunner
 
 import warehouse
 from generation.backends.retry import RetryPolicy
-from generation.judges import (
+from generation.judge_rubrics import (
     LONGMEMEVAL_TEMPLATES,
     VerdictError,
-    judge_generations,
     longmemeval_messages,
     parse_verdict,
     verdict_of,
 )
+from generation.judges import judge_generations
 from generation.readers import load_reader_config
 from generation.runner import replay
 from generation.server import ChatServer, EchoBackend

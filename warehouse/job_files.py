@@ -5,6 +5,7 @@ and the logs of jobs that ended without a lake commit (see
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -140,11 +141,49 @@ def _append_line(path: Path, record: Mapping[str, Any]) -> None:
     line = (json.dumps(record) + "\n").encode("utf-8")
     with suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)  # one write of one line: appends never interleave
-        finally:
-            os.close(fd)
+        while True:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # held against trim_ended_log
+                if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                    os.write(fd, line)  # one write of one line
+                    return
+            finally:
+                os.close(fd)  # the log was replaced meanwhile: append to the new one
+
+
+def trim_ended_log(tmp_dir: Path, keep_days: float) -> int:
+    """Drop the lines of the lake's ended-jobs log that ended more than
+    ``keep_days`` days ago (``ragledger maintain``); returns how many. The
+    trimmed log replaces the old one by rename, holding the log's lock, so an
+    append is never lost and a kill leaves the old log or the new one."""
+    path = marker_dir(tmp_dir) / ENDED_LOG
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return 0
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        lines = os.fdopen(os.dup(fd), encoding="utf-8", errors="replace").readlines()
+        cutoff = datetime.now(UTC).timestamp() - keep_days * 86400
+        kept = [line for line in lines if _ended_after(line, cutoff)]
+        if len(kept) == len(lines):
+            return 0
+        partial = path.with_name(f".{ENDED_LOG}.{os.getpid()}.partial")
+        partial.write_text("".join(kept), encoding="utf-8")
+        os.replace(partial, path)
+        return len(lines) - len(kept)
+    finally:
+        os.close(fd)
+
+
+def _ended_after(line: str, cutoff: float) -> bool:
+    """A log line to keep: it ended after ``cutoff`` (an unreadable line goes)."""
+    try:
+        ended = datetime.fromisoformat(json.loads(line)["finished_at"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    return ended.timestamp() >= cutoff
 
 
 def failed_jobs_log() -> Path:

@@ -17,6 +17,7 @@ import duckdb
 from warehouse.connections import COMMITTED, connect, current_snapshot, transaction
 from warehouse.errors import WarehouseError
 from warehouse.exports import remove_dead_partials
+from warehouse.job_files import trim_ended_log
 from warehouse.lake import LAKE_ALIAS, Location, resolve, write_lock
 
 #: A folder holding a duckdb 2.x package (``pip install --target DIR duckdb==2.0.1``)
@@ -126,6 +127,7 @@ def _maintain_locked(
         "snapshots expired": len(expire),
         "snapshots kept for audits": len(kept),
         "orphan files removed": len(orphans),
+        "job log lines dropped": trim_ended_log(location.tmp_dir, keep_days),
     }
 
 

@@ -19,7 +19,13 @@ from typing import Any
 
 from analysis.declared_pair import DeclaredPairResult
 from analysis.panel_audit import PanelAudit
-from analysis.report import html_report, markdown_report, panel_figures
+from analysis.report import (
+    html_report,
+    markdown_report,
+    panel_figures,
+    selection_figures,
+    summary_figures,
+)
 from analysis.selection import SelectionResult
 from analysis.summary_json import dumps
 from warehouse.errors import WarehouseError
@@ -60,6 +66,21 @@ def write_folder(
             _replace(path, data)
             written.add(path)
             files[-1].append((alt, f"figures/{path.name}"))
+    summary = summary_figures(audits)
+    by_selection = [selection_figures(sel) for sel in selections]
+    extra = [("panels", summary)] + [
+        (f"selection-{k + 1}", figs) for k, figs in enumerate(by_selection)
+    ]
+    extra_files: dict[str, list[tuple[str, str]]] = {}
+    for name, figs in extra:  # 00-: before every panel's figures, never one of them
+        extra_files[name] = []
+        for slug, alt, data in figs:
+            if data:
+                figure_dir.mkdir(exist_ok=True)
+                path = figure_dir / f"00-{name}-{slug}.png"
+                _replace(path, data)
+                written.add(path)
+                extra_files[name].append((alt, f"figures/{path.name}"))
     if earlier and figure_dir.is_dir():  # figures of an earlier audit into this folder
         for stale in figure_dir.iterdir():
             if stale not in written and _FIGURE.match(stale.name):
@@ -68,7 +89,15 @@ def write_folder(
     _replace(
         paths["report"],
         markdown_report(
-            document, audits, pairs=pairs, selections=selections, figure_files=files
+            document,
+            audits,
+            pairs=pairs,
+            selections=selections,
+            figure_files=files,
+            summary_figure_files=extra_files["panels"],
+            selection_figure_files=[
+                extra_files[f"selection-{k + 1}"] for k in range(len(selections))
+            ],
         ).encode("utf-8"),
     )
     _replace(
@@ -79,6 +108,8 @@ def write_folder(
             pairs=pairs,
             selections=selections,
             panel_figure_data=drawn,
+            summary_figure_data=summary,
+            selection_figure_data=by_selection,
         ).encode("utf-8"),
     )
     if written:

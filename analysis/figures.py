@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import io
 import textwrap
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from analysis.formatting import fixed, signed
 from analysis.panel_audit import PanelAudit
+from analysis.selection import SelectionResult
 
 #: Every figure is FIGURE_WIDTH inches wide at DPI (600 px). A text's displayed size is its
 #: points / 72 * (displayed width / FIGURE_WIDTH): on a 400 px phone report.html shows a figure
@@ -229,4 +232,163 @@ def panel_figures(audit: PanelAudit) -> list[tuple[str, str, bytes | None]]:
         ("endpoint", "endpoint upgrade raw vs compressed", endpoint_upgrade(audit)),
         ("excess", "excess flips per split", excess_distribution(audit)),
         ("rescue-damage", "rescue and damage per reader", rescue_damage_chart(audit)),
+    ]
+
+
+def _split_rows(audits: Sequence[PanelAudit]) -> list[tuple[str, Any]]:
+    """(row label, FlipReplay) of every panel x metric whose split pass has a used split."""
+    rows = []
+    for audit in audits:
+        flips = audit.split.flips
+        if flips.splits_used > 0 and np.isfinite(flips.median_raw_rate):
+            p = audit.panel
+            rows.append((_wrap(f"{p['panel_name']} ({p['metric']})", 22), flips))
+    return rows
+
+
+def reversal_comparison_figure(audits: Sequence[PanelAudit]):  # noqa: ANN201
+    """The paper's Figure 3, one row per panel x metric with a split pass.
+
+    Open point: median reversal rate after changing only the raw question half (the split
+    pass's raw-vs-raw reversals); filled point: median reversal rate under compression;
+    label: median excess across splits; shaded bar: the raw rate plus the middle 95% of
+    split excesses. None when no panel has split results.
+    """
+    rows = _split_rows(audits)
+    if not rows:
+        return None
+    fig, ax = _subplots(0.6 * len(rows) + 2.2)
+    y = np.arange(len(rows))
+    raw = np.array([f.median_raw_rate * 100 for _, f in rows])
+    comp = np.array([f.median_compressed_rate * 100 for _, f in rows])
+    for k, (_, f) in enumerate(rows):
+        if f.excess_interval.defined:
+            low = raw[k] + f.excess_interval.low * 100
+            high = raw[k] + f.excess_interval.high * 100
+            ax.barh(
+                y[k], high - low, left=low, height=0.5, color="#1f77b4", alpha=0.25,
+                label="raw + middle 95% of split excesses" if k == 0 else None,
+            )  # fmt: skip
+    ax.plot(
+        raw, y, "o", markerfacecolor="white", markeredgecolor="black", markersize=8,
+        linestyle="none", label="raw replay (raw-vs-raw)", gid="raw",
+    )  # fmt: skip
+    ax.plot(
+        comp, y, "o", color="#1f77b4", markersize=8, linestyle="none",
+        label="under compression", gid="compressed",
+    )  # fmt: skip
+    for k, (_, f) in enumerate(rows):
+        ax.annotate(
+            f"{signed(f.median_excess * 100)}pp",
+            (max(raw[k], comp[k]), y[k]),
+            textcoords="offset points",
+            xytext=(0, 8),
+            fontsize=SMALL_FONT,
+            ha="center",
+        )
+    ax.set_yticks(y, [label for label, _ in rows], fontsize=SMALL_FONT)
+    ax.set_ylim(len(rows) - 0.4, -0.8)  # first panel on top, room for the labels
+    ax.margins(x=0.15)
+    ax.set_xlabel(_wrap("median reversal rate across splits (%)", 30))
+    ax.set_title(_wrap("Reversals: raw replay vs compression", 24), fontsize=12)
+    fig.legend(loc="outside lower center", ncols=1, fontsize=SMALL_FONT, frameon=False)
+    return fig
+
+
+def _budget(method: str) -> tuple[str, int | None]:
+    """``policy@budget`` -> (policy, budget); budget None when absent or not positive."""
+    policy, at, budget = method.rpartition("@")
+    if not at or not budget.isdigit() or int(budget) <= 0:
+        return method, None
+    return policy, int(budget)
+
+
+def selection_accuracy_figure(sel: SelectionResult):  # noqa: ANN201
+    """Accuracy vs budget tokens (log x) per selector, the interval as error bars; raw
+    policies (no budget) as dashed horizontal lines. None when no method has a budget.
+
+    Evidence recall per budget is not drawn: the warehouse's selection metrics
+    (``marts.fct_selection_metrics``) do not reach the audit's results.
+    """
+    curves: dict[str, list[Any]] = {}
+    flat = []
+    for m in sel.methods:
+        policy, budget = _budget(m.method)
+        if budget is None:
+            flat.append((policy, m))
+        else:
+            curves.setdefault(policy, []).append((budget, m))
+    if not curves:
+        return None
+    fig, ax = _subplots(3.8)
+    for policy, points in curves.items():
+        points.sort(key=lambda point: point[0])
+        xs = [b for b, _ in points]
+        ys = [m.accuracy * 100 for _, m in points]
+        err = np.array(
+            [
+                [
+                    (m.accuracy - m.interval.low) * 100 if m.interval.defined else 0.0,
+                    (m.interval.high - m.accuracy) * 100 if m.interval.defined else 0.0,
+                ]
+                for _, m in points
+            ]
+        ).T
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=err,
+            marker="o",
+            markersize=5,
+            capsize=3,
+            label=_wrap(policy, 40),
+        )
+    for policy, m in flat:
+        ax.axhline(
+            m.accuracy * 100, linestyle="--", color="0.5", linewidth=1,
+            label=_wrap(f"{policy} (no budget)", 40),
+        )  # fmt: skip
+    ax.set_xscale("log")
+    from matplotlib.ticker import NullFormatter
+
+    budgets = sorted({b for points in curves.values() for b, _ in points})
+    ax.set_xticks(budgets, [str(b) for b in budgets], fontsize=SMALL_FONT)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.margins(x=0.1)
+    ax.set_xlabel("budget (tokens, log scale)")
+    ax.set_ylabel("accuracy (%)")
+    parts = sel.label.split(":", 3)
+    title = (
+        f"Accuracy vs budget: {parts[2]}"
+        if len(parts) == 4 and parts[0] == "selection"
+        else "Accuracy vs budget"
+    )
+    ax.set_title(_wrap(title), fontsize=12)
+    fig.legend(loc="outside lower center", ncols=1, fontsize=SMALL_FONT, frameon=False)
+    return fig
+
+
+def summary_figures(
+    audits: Sequence[PanelAudit],
+) -> list[tuple[str, str, bytes | None]]:
+    """(file slug, alt text, PNG bytes or None) of the cross-panel figures."""
+    fig = reversal_comparison_figure(audits)
+    return [
+        (
+            "panels-reversals",
+            "reversals: raw replay vs compression per panel",
+            None if fig is None else _png(fig),
+        )
+    ]
+
+
+def selection_figures(sel: SelectionResult) -> list[tuple[str, str, bytes | None]]:
+    """(file slug, alt text, PNG bytes or None) of one selection result's figures."""
+    fig = selection_accuracy_figure(sel)
+    return [
+        (
+            "accuracy",
+            "accuracy vs budget per selector",
+            None if fig is None else _png(fig),
+        )
     ]

@@ -12,10 +12,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analysis.declared_pair import DeclaredPairResult
-from analysis.figures import panel_figures
+from analysis.figures import panel_figures, selection_figures, summary_figures
 from analysis.panel_audit import PanelAudit
 from analysis.report_glossary import GLOSSARY, glossary_lines, glossary_used
-from analysis.report_html import CSS, FigureList, html_report, markdown_html, png_size
+from analysis.report_html import (
+    CSS,
+    SUMMARY_FIGURES_TITLE,
+    FigureList,
+    html_report,
+    markdown_html,
+    png_size,
+)
 from analysis.report_markdown import (
     SCOPE,
     markdown_table,
@@ -32,7 +39,8 @@ __all__ = [
     "CSS", "GLOSSARY", "SCOPE", "FigureList", "glossary_lines", "glossary_used",
     "html_report", "markdown_html", "markdown_report", "markdown_table",
     "multiplicity_lines", "pair_lines", "panel_figures", "panel_lines", "png_size",
-    "rank_lines", "selection_lines", "selection_title", "span",
+    "rank_lines", "selection_figures", "selection_lines", "selection_title", "span",
+    "summary_figures",
 ]  # fmt: skip
 
 
@@ -43,8 +51,12 @@ def markdown_report(
     pairs: Sequence[DeclaredPairResult] = (),
     selections: Sequence[SelectionResult] = (),
     figure_files: Sequence[Sequence[tuple[str, str]]] | None = None,
+    summary_figure_files: Sequence[tuple[str, str]] = (),
+    selection_figure_files: Sequence[Sequence[tuple[str, str]]] | None = None,
 ) -> str:
-    """``figure_files[k]``: (alt text, relative path) of panel k's figures, linked below it."""
+    """``figure_files[k]``: (alt text, relative path) of panel k's figures, linked below it;
+    ``summary_figure_files``: the cross-panel figures, in their own section after the
+    panels; ``selection_figure_files[k]``: selection k's figures, below its section."""
     lines = ["# ragledger audit", ""]
     lines += pair_lines(pairs)
     for k, audit in enumerate(audits):
@@ -52,7 +64,14 @@ def markdown_report(
         if figure_files is not None and k < len(figure_files) and figure_files[k]:
             lines += ["**Figures**", ""]
             lines += [f"![{alt}]({path})" for alt, path in figure_files[k]] + [""]
-    lines += selection_lines(selections)
+    if summary_figure_files:
+        lines += [f"## {SUMMARY_FIGURES_TITLE}", ""]
+        lines += [f"![{alt}]({path})" for alt, path in summary_figure_files] + [""]
+    for k, sel in enumerate(selections):
+        lines += selection_lines([sel], start=k + 1)
+        if selection_figure_files is not None and k < len(selection_figure_files):
+            lines += [f"![{alt}]({path})" for alt, path in selection_figure_files[k]]
+            lines += [""] if selection_figure_files[k] else []
     lines += multiplicity_lines(document)
     lines += ["## Scope", "", SCOPE, ""]
     lines += glossary_lines("\n".join(lines))

@@ -122,6 +122,16 @@ def _glossary_html(text: str) -> str:
 
 
 FigureList = Sequence[tuple[str, str, "bytes | None"]]
+#: The heading of the cross-panel figures (REPORT.md and report.html).
+SUMMARY_FIGURES_TITLE = "Reversals across panels"
+
+
+def _figs(figs: FigureList) -> str:
+    return (
+        '<div class="figs">'
+        + "".join(_img(data, alt) for _, alt, data in figs)
+        + "</div>"
+    )
 
 
 def html_report(
@@ -131,9 +141,13 @@ def html_report(
     pairs: Sequence[DeclaredPairResult] = (),
     selections: Sequence[SelectionResult] = (),
     panel_figure_data: Sequence[FigureList] | None = None,
+    summary_figure_data: FigureList | None = None,
+    selection_figure_data: Sequence[FigureList] | None = None,
 ) -> str:
-    """``panel_figure_data[k]``: panel k's figures from :func:`figures.panel_figures`
-    (drawn if absent)."""
+    """``panel_figure_data[k]``: panel k's figures from :func:`figures.panel_figures`,
+    ``summary_figure_data`` the cross-panel ones from :func:`figures.summary_figures`,
+    ``selection_figure_data[k]`` selection k's from :func:`figures.selection_figures`
+    (each drawn if absent)."""
     body = [
         "<h1>ragledger audit</h1>",
         '<p>Terms are explained in the <a href="#glossary">glossary</a> at the end; '
@@ -147,12 +161,24 @@ def html_report(
             if panel_figure_data is not None and k < len(panel_figure_data)
             else figures.panel_figures(audit)
         )
-        body.append(
-            '<div class="figs">'
-            + "".join(_img(data, alt) for _, alt, data in figs)
-            + "</div>"
+        body.append(_figs(figs))
+    summary = (
+        figures.summary_figures(audits)
+        if summary_figure_data is None
+        else summary_figure_data
+    )
+    if any(data for _, _, data in summary):
+        body.append(markdown_html([f"## {SUMMARY_FIGURES_TITLE}"]))
+        body.append(_figs(summary))
+    for k, sel in enumerate(selections):
+        body.append(markdown_html(selection_lines([sel], start=k + 1)))
+        figs = (
+            selection_figure_data[k]
+            if selection_figure_data is not None and k < len(selection_figure_data)
+            else figures.selection_figures(sel)
         )
-    body.append(markdown_html(selection_lines(selections)))
+        if any(data for _, _, data in figs):
+            body.append(_figs(figs))
     body.append(markdown_html(multiplicity_lines(document)))
     body.append(markdown_html(["## Scope", "", SCOPE]))
     text = "\n".join(body)

@@ -175,9 +175,10 @@ def selection_title(sel: SelectionResult, number: int) -> str:
     return f"Context selection {number}" + (f": {sel.label}" if sel.label else "")
 
 
-def selection_lines(selections: Sequence[SelectionResult]) -> list[str]:
+def selection_lines(selections: Sequence[SelectionResult], start: int = 1) -> list[str]:
+    """The selection sections, numbered from ``start`` (a result without a label)."""
     lines: list[str] = []
-    for number, sel in enumerate(selections, 1):
+    for number, sel in enumerate(selections, start):
         lines += [
             f"## {selection_title(sel, number)}",
             "",

@@ -236,13 +236,16 @@ def panel_figures(audit: PanelAudit) -> list[tuple[str, str, bytes | None]]:
 
 
 def _split_rows(audits: Sequence[PanelAudit]) -> list[tuple[str, Any]]:
-    """(row label, FlipReplay) of every panel x metric whose split pass has a used split."""
+    """(row label, FlipReplay) of every panel x metric whose split pass has a used split.
+
+    A row is labelled ``panel <k>`` (the panel's place in the report, as its figure
+    files are numbered) and its metric: panel names are too long for a phone.
+    """
     rows = []
-    for audit in audits:
+    for k, audit in enumerate(audits, 1):
         flips = audit.split.flips
-        if flips.splits_used > 0 and np.isfinite(flips.median_raw_rate):
-            p = audit.panel
-            rows.append((_wrap(f"{p['panel_name']} ({p['metric']})", 22), flips))
+        if flips.splits_used > 0:
+            rows.append((f"panel {k}\n{_wrap(str(audit.panel['metric']), 14)}", flips))
     return rows
 
 
@@ -270,12 +273,12 @@ def reversal_comparison_figure(audits: Sequence[PanelAudit]):  # noqa: ANN201
                 label="raw + middle 95% of split excesses" if k == 0 else None,
             )  # fmt: skip
     ax.plot(
-        raw, y, "o", markerfacecolor="white", markeredgecolor="black", markersize=8,
-        linestyle="none", label="raw replay (raw-vs-raw)", gid="raw",
-    )  # fmt: skip
+        raw, y, "o", markerfacecolor="none", markeredgecolor="black", markersize=11,
+        markeredgewidth=1.5, linestyle="none", label="raw replay (raw-vs-raw)", zorder=4,
+    )  # fmt: skip  # an open ring: a filled point at the same rate shows inside it
     ax.plot(
         comp, y, "o", color="#1f77b4", markersize=8, linestyle="none",
-        label="under compression", gid="compressed",
+        label="under compression",
     )  # fmt: skip
     for k, (_, f) in enumerate(rows):
         ax.annotate(
@@ -288,6 +291,7 @@ def reversal_comparison_figure(audits: Sequence[PanelAudit]):  # noqa: ANN201
         )
     ax.set_yticks(y, [label for label, _ in rows], fontsize=SMALL_FONT)
     ax.set_ylim(len(rows) - 0.4, -0.8)  # first panel on top, room for the labels
+    ax.use_sticky_edges = False  # room left of a 0% point and its label
     ax.margins(x=0.15)
     ax.set_xlabel(_wrap("median reversal rate across splits (%)", 30))
     ax.set_title(_wrap("Reversals: raw replay vs compression", 24), fontsize=12)
@@ -375,7 +379,7 @@ def summary_figures(
     fig = reversal_comparison_figure(audits)
     return [
         (
-            "panels-reversals",
+            "reversals",
             "reversals: raw replay vs compression per panel",
             None if fig is None else _png(fig),
         )

@@ -87,7 +87,7 @@ def test_figures_carry_their_pixel_size_and_css_keeps_the_ratio(html):
         r'<img [^>]*width="(\d+)" height="(\d+)" src="data:image/png;base64,([^"]+)"',
         html,
     )
-    assert len(tags) == 4
+    assert len(tags) == 4 + 1  # the panel's four and the cross-panel reversals
     for width, height, data in tags:
         assert png_size(base64.b64decode(data)) == (int(width), int(height))
     rules = CSS.replace(" ", "")
@@ -212,6 +212,55 @@ def test_selection_sections_are_titled_by_metric():
     ]
 
 
+def _budget_selection():  # noqa: ANN202
+    from analysis.selection import selection_accuracy
+
+    rng = np.random.default_rng(6)
+    methods = ("raw@0", "bm25@256", "bm25@1024", "sieve@256", "sieve@1024")
+    scores = {m: rng.integers(0, 2, (30, 2)) for m in methods}
+    result = selection_accuracy(scores, baseline="raw@0", draws=20, seed=1, level=0.95)
+    return replace(result, label="selection:ds:exact_match:r1")
+
+
+def test_new_figures_only_add_their_own_lines_to_report_md():
+    raw, comp, readers, families = binary_panel(m=5, n=60, seed=4, families=3)
+    panel = PanelArrays(
+        "p/1", "toy", "em", raw, comp, tuple(readers),
+        tuple(f"i{k:03d}" for k in range(60)), tuple(families),
+    )  # fmt: skip
+    audit = audit_panel(panel, SMALL)
+    selections = [_budget_selection()]
+    before = markdown_report(summary([audit]), [audit], selections=selections)
+    after = markdown_report(
+        summary([audit]), [audit], selections=selections,
+        summary_figure_files=[("rev", "figures/r.png")],
+        selection_figure_files=[[("acc", "figures/a.png")]],
+    )  # fmt: skip
+    added = [line for line in after.splitlines() if line not in before.splitlines()]
+    assert added == [
+        "## Reversals across panels",
+        "![rev](figures/r.png)",
+        "![acc](figures/a.png)",
+    ]
+    # nothing else moved: dropping the added lines (and their blank line) gives the old text
+    kept = after.replace("## Reversals across panels\n\n![rev](figures/r.png)\n\n", "")
+    assert kept.replace("![acc](figures/a.png)\n\n", "") == before
+    # report.html draws and embeds both, under the same heading
+    page = html_report(summary([audit]), [audit], selections=selections)
+    assert "Reversals across panels</h2>" in page
+    assert 'alt="accuracy vs budget per selector"' in page
+    assert 'alt="reversals: raw replay vs compression per panel"' in page
+    # without budgets and without split results neither appears
+    no_split = replace(
+        audit,
+        split=replace(audit.split, flips=replace(audit.split.flips, splits_used=0)),
+    )
+    flat = replace(selections[0], methods=selections[0].methods[:1])
+    page = html_report(summary([audit]), [no_split], selections=[flat])
+    assert "Reversals across panels" not in page
+    assert "accuracy vs budget" not in page
+
+
 def test_report_md_links_the_figure_files_report_html_embeds(tmp_path):
     import base64
 
@@ -226,10 +275,30 @@ def test_report_md_links_the_figure_files_report_html_embeds(tmp_path):
     write_folder(tmp_path, summary([audit]), [audit])  # an earlier audit here
     # a figure of that earlier audit that this one does not draw again
     (tmp_path / "figures" / "09-old-scatter.png").write_bytes(b"stale")
-    paths = write_folder(tmp_path, summary([audit]), [audit])
+    selection = _budget_selection()
+    paths = write_folder(
+        tmp_path, summary([audit]), [audit], selections=[selection, selection]
+    )
     report = paths["report"].read_text()
     linked = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", report)
-    assert len(linked) == 4
+    # four per panel, the cross-panel reversals, accuracy vs budget per selection
+    assert len(linked) == 4 + 1 + 2
+    lines = report.splitlines()
+    at = lines.index("## Reversals across panels")
+    assert lines[at + 2] == (
+        "![reversals: raw replay vs compression per panel]"
+        "(figures/00-panels-reversals.png)"
+    )
+    for k in (1, 2):  # below its own selection's table, before the next section
+        link = lines.index(
+            f"![accuracy vs budget per selector](figures/00-selection-{k}-accuracy.png)"
+        )
+        headings = [line for line in lines[:link] if line.startswith("## ")]
+        assert headings[-1] == "## Context selection: exact_match (r1, dataset ds)"
+        assert (
+            lines[link - 2]
+            == "The seed range is descriptive, not a confidence interval."
+        )
     embedded = {
         base64.b64decode(data)
         for data in re.findall(

@@ -60,7 +60,7 @@ def test_same_inputs_and_seed_give_byte_identical_summary(panel, tmp_path):
         "REPORT.md", "figures", "report.html", "summary.json",
     ]  # fmt: skip
     html = first["html"].read_text()
-    assert html.count("data:image/png;base64,") == 4
+    assert html.count("data:image/png;base64,") == 5  # 4 panel figures + reversals
     assert (
         "Rescue and damage" in first["report"].read_text()
         or "Rescue" in first["report"].read_text()

@@ -95,7 +95,8 @@ def test_replay_audit_reports_ragscale_fields_plus_ours(panel_csv, tmp_path):
     flips = split_replay(raw, comp, splits=200, seed=3, gap=0.05, level=0.95)
     assert document["median_excess_flips"] == flips.median_excess
     assert document["panel"]["eiv"]["draws"] == 100
-    assert (tmp_path / "out" / "report.html").read_text().count("base64,") == 4
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert page.count("base64,") == 5  # 4 panel figures + reversals
 
 
 def test_replay_audit_on_the_bundled_run_prints_a_report(example_dir):

@@ -167,7 +167,8 @@
         description changes the project, and a changed project is a full
         refresh), so writing them again is work for nothing.
     -#}
-    {%- if model.config.get('materialized') == 'incremental' and is_partial_refresh() -%}
+    {%- set incremental = model.config.get('materialized') == 'incremental' -%}
+    {%- if incremental and is_partial_refresh() -%}
         {{ return(none) }}
     {%- endif -%}
     {{ return(default__persist_docs(relation, model, for_relation, for_columns)) }}

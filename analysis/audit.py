@@ -50,6 +50,7 @@ from analysis.selection import (
     SELECTION_DRAWS,
     SelectionResult,
 )
+from analysis.selection_recall import read_selection_recall
 from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings, InvalidSetting
 from analysis.store import audit_key, table_rows, write_tables
 from analysis.summary_json import SCHEMA_VERSION, dumps, summary
@@ -217,18 +218,14 @@ def audit_warehouse(
     messages: list[str] = []
     with marts_connection(location) as marts:
         arrays = _chosen_panels(marts, panels, declared)
-        pair = (
-            (current, candidate)
-            if current is not None and candidate is not None
-            else None
-        )
+        pair = None if current is None or candidate is None else (current, candidate)
         if pair is not None:
             arrays = _panels_with_pair(arrays, pair, messages)
         if not arrays and not selection:
             raise WarehouseError("no panels to audit; run `ragledger build` first")
         audits = [audit_panel(a, s, progress=progress) for a in arrays]
         pairs = _declared_pairs(audits, arrays, pair, s, metric_order, hint_fields)
-        selections = _audit_selections(marts, options, s.level, messages)
+        selections, recall = _audit_selections(marts, options, s.level, messages)
     comparison = {"current": current, "candidate": candidate} if current else None
     document = summary(
         audits,
@@ -244,9 +241,12 @@ def audit_warehouse(
     if output is not None:
         paths = write_folder(
             output, document, audits, pairs=[p for _, p in pairs],
-            selections=[x for _, _, x in selections], force=force_output,
+            selections=[x for _, _, x in selections], recall=recall,
+            force=force_output,
         )  # fmt: skip
-    return AuditRun(audits, pairs, selections, document, paths, written, messages)
+    return AuditRun(
+        audits, pairs, selections, document, paths, written, messages, recall
+    )
 
 
 def _write_tables(
@@ -350,14 +350,16 @@ def _declared_pairs(
 
 def _audit_selections(
     marts: Any, options: SelectionOptions, level: float, messages: list[str]
-) -> list[tuple[str, str, SelectionResult]]:
+) -> tuple[list[tuple[str, str, SelectionResult]], list[Any]]:
+    """Context selection (section 11) and the selectors' evidence recall."""
     if not options.enabled:
-        return []
-    return _selections(
+        return [], []
+    selections = _selections(
         marts, baseline=options.baseline, stratify_by=options.stratify_by,
         cluster_by=options.cluster_by, draws=options.draws, seed=options.seed,
         level=level, messages=messages,
     )  # fmt: skip
+    return selections, read_selection_recall(marts)
 
 
 def metrics_in_file_order(path: str | Path) -> list[str] | None:

@@ -23,10 +23,12 @@ from analysis.report import (
     html_report,
     markdown_report,
     panel_figures,
+    recall_figures,
     selection_figures,
     summary_figures,
 )
 from analysis.selection import SelectionResult
+from analysis.selection_recall import RecallPoint
 from analysis.summary_json import dumps
 from warehouse.errors import WarehouseError
 from warehouse.exports import refuse_lake_folder
@@ -39,6 +41,7 @@ def write_folder(
     *,
     pairs: Sequence[DeclaredPairResult] = (),
     selections: Sequence[SelectionResult] = (),
+    recall: Sequence[RecallPoint] = (),
     force: bool = False,
 ) -> dict[str, Path]:
     """Write the files (created or replaced) and return their paths."""
@@ -68,19 +71,11 @@ def write_folder(
             files[-1].append((alt, f"figures/{path.name}"))
     summary = summary_figures(audits)
     by_selection = [selection_figures(sel) for sel in selections]
-    extra = [("panels", summary)] + [
+    recall_drawn = recall_figures(recall)
+    extra = [("panels", summary), ("selection", recall_drawn)] + [
         (f"selection-{k + 1}", figs) for k, figs in enumerate(by_selection)
     ]
-    extra_files: dict[str, list[tuple[str, str]]] = {}
-    for name, figs in extra:  # 00-: before every panel's figures, never one of them
-        extra_files[name] = []
-        for slug, alt, data in figs:
-            if data:
-                figure_dir.mkdir(exist_ok=True)
-                path = figure_dir / f"00-{name}-{slug}.png"
-                _replace(path, data)
-                written.add(path)
-                extra_files[name].append((alt, f"figures/{path.name}"))
+    extra_files = _write_extra_figures(figure_dir, extra, written)
     if earlier and figure_dir.is_dir():  # figures of an earlier audit into this folder
         for stale in figure_dir.iterdir():
             if stale not in written and _FIGURE.match(stale.name):
@@ -98,6 +93,8 @@ def write_folder(
             selection_figure_files=[
                 extra_files[f"selection-{k + 1}"] for k in range(len(selections))
             ],
+            recall=recall,
+            recall_figure_files=extra_files["selection"],
         ).encode("utf-8"),
     )
     _replace(
@@ -110,11 +107,31 @@ def write_folder(
             panel_figure_data=drawn,
             summary_figure_data=summary,
             selection_figure_data=by_selection,
+            recall=recall,
+            recall_figure_data=recall_drawn,
         ).encode("utf-8"),
     )
     if written:
         paths["figures"] = figure_dir
     return paths
+
+
+def _write_extra_figures(
+    figure_dir: Path, extra: Sequence[tuple[str, Any]], written: set[Path]
+) -> dict[str, list[tuple[str, str]]]:
+    """Write the figures outside any panel as ``00-<name>-<slug>.png`` (before every
+    panel's figures, never one of them); (alt text, relative path) per name."""
+    files: dict[str, list[tuple[str, str]]] = {}
+    for name, figs in extra:
+        files[name] = []
+        for slug, alt, data in figs:
+            if data:
+                figure_dir.mkdir(exist_ok=True)
+                path = figure_dir / f"00-{name}-{slug}.png"
+                _replace(path, data)
+                written.add(path)
+                files[name].append((alt, f"figures/{path.name}"))
+    return files
 
 
 #: The files and folder an audit writes.

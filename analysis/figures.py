@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import textwrap
 from collections.abc import Sequence
 from typing import Any
@@ -12,6 +13,7 @@ import numpy as np
 from analysis.formatting import fixed, signed
 from analysis.panel_audit import PanelAudit
 from analysis.selection import SelectionResult
+from analysis.selection_recall import RecallPoint
 
 #: Every figure is FIGURE_WIDTH inches wide at DPI (600 px). A text's displayed size is its
 #: points / 72 * (displayed width / FIGURE_WIDTH): on a 400 px phone report.html shows a figure
@@ -311,8 +313,7 @@ def selection_accuracy_figure(sel: SelectionResult):  # noqa: ANN201
     """Accuracy vs budget tokens (log x) per selector, the interval as error bars; raw
     policies (no budget) as dashed horizontal lines. None when no method has a budget.
 
-    Evidence recall per budget is not drawn: the warehouse's selection metrics
-    (``marts.fct_selection_metrics``) do not reach the audit's results.
+    Evidence recall per budget is drawn per benchmark by :func:`recall_figure`.
     """
     curves: dict[str, list[Any]] = {}
     flat = []
@@ -396,3 +397,54 @@ def selection_figures(sel: SelectionResult) -> list[tuple[str, str, bytes | None
             None if fig is None else _png(fig),
         )
     ]
+
+
+def recall_figure(points: Sequence[RecallPoint], benchmark: str):  # noqa: ANN201
+    """CoRA-Bench's recall vs budget: evidence recall (%) against budget tokens
+    (log x), one line per selector policy, for one benchmark. None without points."""
+    curves: dict[str, list[RecallPoint]] = {}
+    for point in points:
+        if point.benchmark == benchmark:
+            curves.setdefault(point.policy_id, []).append(point)
+    if not curves:
+        return None
+    from matplotlib.ticker import NullFormatter
+
+    fig, ax = _subplots(3.8)
+    for policy, line in curves.items():
+        line = sorted(line, key=lambda p: p.budget_tokens)
+        ax.plot(
+            [p.budget_tokens for p in line],
+            [p.recall * 100 for p in line],
+            marker="o",
+            markersize=5,
+            label=_wrap(policy, 40),
+        )
+    budgets = sorted({p.budget_tokens for line in curves.values() for p in line})
+    ax.set_xscale("log")
+    ax.set_xticks(budgets, [str(b) for b in budgets], fontsize=SMALL_FONT)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.margins(x=0.1)
+    ax.set_xlabel("budget (tokens, log scale)")
+    ax.set_ylabel("evidence recall (%)")
+    ax.set_title(_wrap(f"Evidence recall vs budget: {benchmark}"), fontsize=12)
+    fig.legend(loc="outside lower center", ncols=1, fontsize=SMALL_FONT, frameon=False)
+    return fig
+
+
+def recall_figures(
+    points: Sequence[RecallPoint],
+) -> list[tuple[str, str, bytes | None]]:
+    """(file slug, alt text, PNG bytes) of each benchmark's recall-vs-budget figure."""
+    found = []
+    for benchmark in sorted({p.benchmark for p in points}):
+        fig = recall_figure(points, benchmark)
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", benchmark)[:40]
+        found.append(
+            (
+                f"recall-{slug}",
+                f"evidence recall vs budget per selector, {benchmark}",
+                None if fig is None else _png(fig),
+            )
+        )
+    return found

@@ -42,6 +42,7 @@ from analysis.retention import (
     retention_bootstrap,
 )
 from analysis.selection import SelectionResult
+from analysis.selection_recall import RecallPoint
 from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings
 from analysis.split_pass import NO_SCREEN, FlipReplay, SplitAudit, split_audit
 from analysis.token_ratios import TokenRatios, token_kind, token_ratios
@@ -131,6 +132,8 @@ class AuditRun:
     paths: dict[str, Path]
     rows_written: int
     messages: list[str]
+    #: evidence recall per selector and budget (CoRA-Bench), from the marts
+    recall: list[RecallPoint] = field(default_factory=list)
 
 
 def audit_panel(

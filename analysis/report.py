@@ -12,7 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analysis.declared_pair import DeclaredPairResult
-from analysis.figures import panel_figures, selection_figures, summary_figures
+from analysis.figures import (
+    panel_figures,
+    recall_figures,
+    selection_figures,
+    summary_figures,
+)
 from analysis.panel_audit import PanelAudit
 from analysis.report_glossary import GLOSSARY, glossary_lines, glossary_used
 from analysis.report_html import (
@@ -28,18 +33,20 @@ from analysis.report_markdown import (
     markdown_table,
     multiplicity_lines,
     pair_lines,
+    recall_lines,
     selection_lines,
     selection_title,
     span,
 )
 from analysis.report_panel import panel_lines, rank_lines
 from analysis.selection import SelectionResult
+from analysis.selection_recall import RecallPoint
 
 __all__ = [
     "CSS", "GLOSSARY", "SCOPE", "FigureList", "glossary_lines", "glossary_used",
     "html_report", "markdown_html", "markdown_report", "markdown_table",
     "multiplicity_lines", "pair_lines", "panel_figures", "panel_lines", "png_size",
-    "rank_lines", "selection_figures", "selection_lines", "selection_title", "span",
+    "rank_lines", "recall_figures", "recall_lines", "selection_figures", "selection_lines", "selection_title", "span",
     "summary_figures",
 ]  # fmt: skip
 
@@ -53,10 +60,13 @@ def markdown_report(
     figure_files: Sequence[Sequence[tuple[str, str]]] | None = None,
     summary_figure_files: Sequence[tuple[str, str]] = (),
     selection_figure_files: Sequence[Sequence[tuple[str, str]]] | None = None,
+    recall: Sequence[RecallPoint] = (),
+    recall_figure_files: Sequence[tuple[str, str]] = (),
 ) -> str:
     """``figure_files[k]``: (alt text, relative path) of panel k's figures, linked below it;
     ``summary_figure_files``: the cross-panel figures, in their own section after the
-    panels; ``selection_figure_files[k]``: selection k's figures, below its section."""
+    panels; ``selection_figure_files[k]``: selection k's figures, below its section;
+    ``recall``: evidence recall per selector and budget, its figures below it."""
     lines = ["# ragledger audit", ""]
     lines += pair_lines(pairs)
     for k, audit in enumerate(audits):
@@ -72,6 +82,9 @@ def markdown_report(
         if selection_figure_files is not None and k < len(selection_figure_files):
             lines += [f"![{alt}]({path})" for alt, path in selection_figure_files[k]]
             lines += [""] if selection_figure_files[k] else []
+    lines += recall_lines(recall)
+    if recall and recall_figure_files:
+        lines += [f"![{alt}]({path})" for alt, path in recall_figure_files] + [""]
     lines += multiplicity_lines(document)
     lines += ["## Scope", "", SCOPE, ""]
     lines += glossary_lines("\n".join(lines))

@@ -18,10 +18,12 @@ from analysis.report_markdown import (
     SCOPE,
     multiplicity_lines,
     pair_lines,
+    recall_lines,
     selection_lines,
 )
 from analysis.report_panel import panel_lines
 from analysis.selection import SelectionResult
+from analysis.selection_recall import RecallPoint
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -143,11 +145,14 @@ def html_report(
     panel_figure_data: Sequence[FigureList] | None = None,
     summary_figure_data: FigureList | None = None,
     selection_figure_data: Sequence[FigureList] | None = None,
+    recall: Sequence[RecallPoint] = (),
+    recall_figure_data: FigureList | None = None,
 ) -> str:
     """``panel_figure_data[k]``: panel k's figures from :func:`figures.panel_figures`,
     ``summary_figure_data`` the cross-panel ones from :func:`figures.summary_figures`,
     ``selection_figure_data[k]`` selection k's from :func:`figures.selection_figures`
-    (each drawn if absent)."""
+    (each drawn if absent); ``recall``: evidence recall per selector and budget,
+    with ``recall_figure_data`` from :func:`figures.recall_figures`."""
     body = [
         "<h1>ragledger audit</h1>",
         '<p>Terms are explained in the <a href="#glossary">glossary</a> at the end; '
@@ -176,6 +181,15 @@ def html_report(
             selection_figure_data[k]
             if selection_figure_data is not None and k < len(selection_figure_data)
             else figures.selection_figures(sel)
+        )
+        if any(data for _, _, data in figs):
+            body.append(_figs(figs))
+    if recall:
+        body.append(markdown_html(recall_lines(recall)))
+        figs = (
+            figures.recall_figures(recall)
+            if recall_figure_data is None
+            else recall_figure_data
         )
         if any(data for _, _, data in figs):
             body.append(_figs(figs))

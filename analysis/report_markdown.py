@@ -10,6 +10,7 @@ from analysis.declared_pair import DeclaredPairResult
 from analysis.formatting import NA, num, pct, pp
 from analysis.results import Interval
 from analysis.selection import SelectionResult
+from analysis.selection_recall import RecallPoint
 
 
 def span(interval: Interval | None, fmt=pp) -> str:  # noqa: ANN001
@@ -209,6 +210,32 @@ def selection_lines(selections: Sequence[SelectionResult], start: int = 1) -> li
             ],
         ) + ["", "The seed range is descriptive, not a confidence interval.", ""]
     return lines
+
+
+#: The heading of the evidence-recall section (REPORT.md and report.html).
+RECALL_TITLE = "Evidence recall by budget"
+
+
+def recall_lines(points: Sequence[RecallPoint]) -> list[str]:
+    """The evidence-recall section (CoRA-Bench's recall vs budget); none without points."""
+    if not points:
+        return []
+    return [
+        f"## {RECALL_TITLE}",
+        "",
+        "Evidence recall of each selector at each budget, from the warehouse's "
+        "selection metrics (marts.fct_selection_metrics): the share of an item's gold "
+        "evidence its compiled artifact keeps, averaged over the evaluable artifacts.",
+        "",
+        *markdown_table(
+            ["Benchmark", "Selector", "Budget", "Evaluable", "Evidence recall"],
+            [
+                [p.benchmark, p.policy_id, p.budget_tokens, p.evaluable, pct(p.recall)]
+                for p in points
+            ],
+        ),
+        "",
+    ]
 
 
 SCOPE = (

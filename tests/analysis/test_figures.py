@@ -9,6 +9,7 @@ from matplotlib.text import Text
 from analysis import figures
 from analysis.audit import AuditSettings, audit_panel
 from analysis.panel import PanelArrays
+from analysis.selection_recall import RecallPoint
 from tests.analysis.simulate import binary_panel
 
 #: report.html on a 400 px wide phone: body padding 1em (16 px) each side and a 1 px border
@@ -132,7 +133,25 @@ def accuracy_vs_budget(audit):  # noqa: ANN001, ANN201, ARG001
     return figures.selection_accuracy_figure(SELECTION)
 
 
-DRAW += [reversals_of_two_panels, accuracy_vs_budget]
+#: two benchmarks, two selectors with a long id; recall as fractions 0-1
+RECALL = [
+    RecallPoint(
+        "hotpotqa", "bm25-top-k-a-rather-long-policy-id@v1", "bm25", 512, 9, 0.5
+    ),
+    RecallPoint(
+        "hotpotqa", "bm25-top-k-a-rather-long-policy-id@v1", "bm25", 2048, 9, 0.8
+    ),
+    RecallPoint("hotpotqa", "dense@v1", "dense", 512, 8, 0.625),
+    RecallPoint("hotpotqa", "dense@v1", "dense", 1024, 8, 0.75),
+    RecallPoint("musique", "dense@v1", "dense", 512, 3, 1 / 3),
+]
+
+
+def recall_vs_budget(audit):  # noqa: ANN001, ANN201, ARG001
+    return figures.recall_figure(RECALL, "hotpotqa")
+
+
+DRAW += [reversals_of_two_panels, accuracy_vs_budget, recall_vs_budget]
 
 
 @pytest.fixture(scope="module")
@@ -248,3 +267,31 @@ def test_accuracy_vs_budget_is_absent_without_budgets():
     )
     assert figures.selection_accuracy_figure(only_raw) is None
     assert figures.selection_figures(only_raw)[0][2] is None
+
+
+def test_recall_vs_budget_plots_each_selectors_recall_of_one_benchmark():
+    fig = figures.recall_figure(RECALL, "hotpotqa")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    drawn = {
+        line.get_label().replace("\n", ""): list(
+            zip(line.get_xdata(), line.get_ydata(), strict=True)
+        )
+        for line in ax.lines
+    }
+    expected = {  # by hand: recall in %, budgets ascending, musique left out
+        "bm25-top-k-a-rather-long-policy-id@v1": [(512, 50.0), (2048, 80.0)],
+        "dense@v1": [(512, 62.5), (1024, 75.0)],
+    }
+    assert drawn.keys() == expected.keys()
+    for name, points in expected.items():
+        assert np.allclose(drawn[name], points), name
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["512", "1024", "2048"]
+
+
+def test_recall_figures_one_per_benchmark_and_none_without_points():
+    drawn = figures.recall_figures(RECALL)
+    assert [slug for slug, _, _ in drawn] == ["recall-hotpotqa", "recall-musique"]
+    assert all(data and data.startswith(b"\x89PNG") for _, _, data in drawn)
+    assert figures.recall_figures([]) == []
+    assert figures.recall_figure(RECALL, "nq_open") is None

@@ -68,7 +68,8 @@ def test_selectors_at_budgets_are_compared_per_reader_over_seeds(tmp_path, examp
         path, target_path=tmp_path / "target", log_path=tmp_path / "logs"
     ).ok
 
-    run = audit_warehouse(path, selection_draws=200)
+    run = audit_warehouse(path, selection_draws=200, output=tmp_path / "audit")
+    _check_recall(path, run, tmp_path / "audit")
     selections = {key: result for key, _, result in run.selections}
     key = f"selection:{DATASET}:token_f1:echo"
     assert key in selections, sorted(selections)
@@ -93,3 +94,34 @@ def test_selectors_at_budgets_are_compared_per_reader_over_seeds(tmp_path, examp
         assert got[method].accuracy == pytest.approx(accuracy, abs=1e-12)
         assert (got[method].questions, got[method].seeds) == (len(ITEMS), len(SEEDS))
     assert result.baseline == "hotpotqa-distractor-10@0"
+
+
+def _check_recall(path, run, folder) -> None:  # noqa: ANN001
+    """CoRA-Bench's recall vs budget: the audit's points are the mart's rows, read
+    here by plain SQL, and REPORT.md lists them with their figure (recall with
+    gold evidence: tests/generation/test_evidence_mart.py)."""
+    con = warehouse.connect(path, read_only=True)
+    try:
+        expected = con.execute(
+            "select benchmark, policy_id, budget_tokens, evaluable_count, "
+            "macro_evidence_recall from marts.fct_selection_metrics "
+            "where budget_tokens > 0 and macro_evidence_recall is not null "
+            "order by all"
+        ).fetchall()
+    finally:
+        con.close()
+    assert sorted(
+        (p.benchmark, p.policy_id, p.budget_tokens, p.evaluable, p.recall)
+        for p in run.recall
+    ) == sorted(expected)
+    report = (folder / "REPORT.md").read_text()
+    # the bundled run's items carry no gold evidence: no recall, no section, no figure
+    assert ("## Evidence recall by budget" in report) == bool(expected)
+    for benchmark, policy, budget, evaluable, recall in expected:
+        row = f"| {benchmark} | {policy} | {budget} | {evaluable} | {100 * recall:.1f}%"
+        assert row in report, row
+    figures = sorted(p.name for p in (folder / "figures").glob("00-selection-recall-*"))
+    assert figures == [
+        f"00-selection-recall-{b}.png" for b in sorted({e[0] for e in expected})
+    ]
+    assert all(f"figures/{name}" in report for name in figures)

@@ -67,3 +67,20 @@ def test_selection_metrics_mart(con, tmp_path):
     assert bm25[:5] == ("hotpotqa", 800, 4, 1, expected_recall)
     assert bm25[5] == pytest.approx(expected_ratio)
     assert bm25[6] is True and bm25[7] == "selector"
+
+    # the audit reads the same row for CoRA-Bench's recall-vs-budget figure
+    from analysis.figures import recall_figure
+    from analysis.selection_recall import RecallPoint, read_selection_recall
+    from warehouse.sql_guard import ibis_connection
+
+    backend = ibis_connection(database)  # only fct_selection_metrics was built
+    try:
+        points = read_selection_recall(backend)
+    finally:
+        backend.disconnect()
+    assert points == [
+        RecallPoint("hotpotqa", "bm25@v1", "bm25", 800, 1, expected_recall)
+    ]  # first-k is a raw policy (budget 0): not a point
+    (line,) = recall_figure(points, "hotpotqa").axes[0].lines
+    assert list(line.get_xdata()) == [800]
+    assert list(line.get_ydata()) == [expected_recall * 100]

@@ -99,7 +99,6 @@ class DeclaredPairResult(ResultMixin):
     raw_direction: str
     ragscale_outcome: str  # ragscale's label, |raw upgrade| rule
     notes: list[str] = field(default_factory=list)
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         counts = {

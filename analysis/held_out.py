@@ -13,8 +13,8 @@ oriented form of :func:`analysis.splits.separated`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -66,7 +66,6 @@ class HeldOutEndpoints(ResultMixin):
     distinct_pairs: int
     modal_pair: tuple[str, str] | None
     modal_pair_share: float
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         return [
@@ -76,9 +75,7 @@ class HeldOutEndpoints(ResultMixin):
                 self.interval.low,
                 self.interval.high,
                 {
-                    "orientations": self.orientations,
-                    "valid": self.valid,
-                    "distinct_pairs": self.distinct_pairs,
+                    **self.pick("orientations", "valid", "distinct_pairs"),
                     "modal_pair": list(self.modal_pair) if self.modal_pair else None,
                     "modal_pair_share": self.modal_pair_share,
                 },

@@ -36,7 +36,7 @@ difference is at most its second moment, so this is slightly conservative).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -98,7 +98,6 @@ class PairTests(ResultMixin):
     """Exact McNemar of every reader pair, raw and compressed (binary panels)."""
 
     tests: list[dict[str, Any]]
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         return [
@@ -118,9 +117,9 @@ def pair_tests(
     """Exact McNemar on all rows for every reader pair under each condition."""
     m, n = raw.shape
     if not binary:
-        return PairTests([], {"tests": "exact McNemar needs 0/1 scores"})
+        return PairTests([], reasons={"tests": "exact McNemar needs 0/1 scores"})
     if m < 2:
-        return PairTests([], {"tests": "fewer than two readers"})
+        return PairTests([], reasons={"tests": "fewer than two readers"})
     lo, hi = np.triu_indices(m, 1)
     tests = []
     for condition, x in zip(CONDITIONS, (raw, comp), strict=True):
@@ -155,7 +154,6 @@ class PanelMDE(ResultMixin):
     raw_mde: float
     compressed_second_moment: float
     compressed_mde: float
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         return [
@@ -163,9 +161,7 @@ class PanelMDE(ResultMixin):
                 f"mde_{condition}",
                 getattr(self, f"{condition}_mde"),
                 counts={
-                    "level": self.level,
-                    "power": self.power,
-                    "rows": self.rows,
+                    **self.pick("level", "power", "rows"),
                     "second_moment": getattr(self, f"{condition}_second_moment"),
                 },
                 reason=self.reasons.get(f"{condition}_mde"),

@@ -20,8 +20,8 @@ from 1.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,16 +45,9 @@ class RankGroups(ResultMixin):
     pairs: int
     unresolved_pairs: int
     pair_intervals: list[dict[str, Any]]
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
-        counts = {
-            "groups": self.groups,
-            "pairs": self.pairs,
-            "unresolved_pairs": self.unresolved_pairs,
-            "level": self.level,
-            "draws": self.draws,
-        }
+        counts = self.pick("groups", "pairs", "unresolved_pairs", "level", "draws")
         rows = [
             StatRow(
                 f"rank_groups_{self.condition}", float(len(self.groups)), counts=counts

@@ -31,6 +31,13 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list
     return out
 
 
+def titled_table(
+    title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> list[str]:
+    """A bold title line, the table, each followed by a blank line."""
+    return [title, "", *markdown_table(header, rows), ""]
+
+
 def pair_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
     """The declared current -> candidate reader comparison, one block per metric."""
     if not pairs:
@@ -115,7 +122,7 @@ def _pair_slice_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
          pp(s["compressed_upgrade"]), pct(s["retention"])]
         for s in slices
     ]  # fmt: skip
-    return ["### Slices", ""] + markdown_table(header, rows) + [""]
+    return titled_table("### Slices", header, rows)
 
 
 def _changed_example_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
@@ -128,7 +135,7 @@ def _changed_example_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
          c["candidate_transition"]]
         for c in changed
     ]  # fmt: skip
-    return ["### Changed examples", ""] + markdown_table(header, rows) + [""]
+    return titled_table("### Changed examples", header, rows)
 
 
 #: Cells listed in the report's multiplicity table (smallest p first).

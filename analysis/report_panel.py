@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from analysis.formatting import num, pct, pp
 from analysis.panel_audit import PanelAudit
-from analysis.report_markdown import markdown_table, span
+from analysis.report_markdown import markdown_table, span, titled_table
 
 
 def panel_lines(audit: PanelAudit) -> list[str]:
@@ -221,29 +221,28 @@ def _transition_lines(audit: PanelAudit) -> list[str]:
 
 
 def _null_lines(audit: PanelAudit) -> list[str]:
-    lines: list[str] = []
-    if audit.nulls:
-        lines += ["**Nulls** (share of null draws the observed value exceeds)", ""]
-        lines += markdown_table(
+    if not audit.nulls:
+        return []
+    return titled_table(
+        "**Nulls** (share of null draws the observed value exceeds)",
+        [
+            "Null",
+            "Excess flips: null median [2.5, 97.5]",
+            "Observed exceeds",
+            "Both-half: null median [2.5, 97.5]",
+            "Observed exceeds",
+        ],
+        [
             [
-                "Null",
-                "Excess flips: null median [2.5, 97.5]",
-                "Observed exceeds",
-                "Both-half: null median [2.5, 97.5]",
-                "Observed exceeds",
-            ],
-            [
-                [
-                    n.kind,
-                    f"{pp(n.null_excess_median)} {span(n.null_excess_interval)}",
-                    pct(n.excess_exceeds_share),
-                    f"{pp(n.null_both_half_median)} {span(n.null_both_half_interval)}",
-                    pct(n.both_half_exceeds_share),
-                ]
-                for n in audit.nulls
-            ],
-        ) + [""]
-    return lines
+                n.kind,
+                f"{pp(n.null_excess_median)} {span(n.null_excess_interval)}",
+                pct(n.excess_exceeds_share),
+                f"{pp(n.null_both_half_median)} {span(n.null_both_half_interval)}",
+                pct(n.both_half_exceeds_share),
+            ]
+            for n in audit.nulls
+        ],
+    )
 
 
 def _screen_lines(audit: PanelAudit) -> list[str]:
@@ -261,22 +260,21 @@ def _screen_lines(audit: PanelAudit) -> list[str]:
 
 
 def _sensitivity_lines(audit: PanelAudit) -> list[str]:
-    lines: list[str] = []
-    if audit.sensitivity:
-        lines += ["**Excess-flip sensitivity**", ""]
-        lines += markdown_table(
-            ["Variant", "Median excess", "Split spread", "Splits"],
-            [
-                [k, pp(v.median_excess), span(v.excess_interval), v.splits_used]
-                for k, v in audit.sensitivity.items()
-            ],
-        ) + [""]
-    return lines
+    if not audit.sensitivity:
+        return []
+    return titled_table(
+        "**Excess-flip sensitivity**",
+        ["Variant", "Median excess", "Split spread", "Splits"],
+        [
+            [k, pp(v.median_excess), span(v.excess_interval), v.splits_used]
+            for k, v in audit.sensitivity.items()
+        ],
+    )
 
 
 def _reader_lines(audit: PanelAudit) -> list[str]:
-    lines = ["**Readers**", ""]
-    lines += markdown_table(
+    return titled_table(
+        "**Readers**",
         ["Reader", "Family", "Raw", "Compressed", "Gain"],
         [
             [
@@ -288,8 +286,7 @@ def _reader_lines(audit: PanelAudit) -> list[str]:
             ]
             for x in audit.readers
         ],
-    ) + [""]
-    return lines
+    )
 
 
 def rank_lines(audit: PanelAudit) -> list[str]:

@@ -94,10 +94,16 @@ class StatRow:
     p_value: float = float("nan")
 
 
+@dataclass(frozen=True)
 class ResultMixin:
-    """``to_dict()`` for frozen result dataclasses with a ``reasons`` field."""
+    """The base of every frozen result dataclass: its ``reasons`` and ``to_dict()``.
 
-    reasons: Mapping[str, str]
+    ``reasons`` names why each undefined field is undefined (field name ->
+    sentence). It is keyword-only, so a subclass declares its own fields in
+    order, with or without defaults, and never restates it.
+    """
+
+    reasons: Mapping[str, str] = field(default_factory=dict, kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -116,6 +122,10 @@ class ResultMixin:
 
     def stat_rows(self) -> list[StatRow]:  # pragma: no cover - overridden
         return []
+
+    def pick(self, *names: str) -> dict[str, Any]:
+        """``{name: self.name}`` for ``names``, in order (a stat row's ``counts``)."""
+        return {name: getattr(self, name) for name in names}
 
 
 def percentile_interval(values: np.ndarray, level: float) -> Interval:

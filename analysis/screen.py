@@ -18,8 +18,8 @@ S-adjacent pair and every eligible pair. A screen-negative split is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -146,18 +146,16 @@ class ThreeReaderScreen(ResultMixin):
     modal_triplet_share: float
     retention_threshold: float
     excess_threshold: float
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         counts = {
-            "splits_used": self.splits_used,
-            "screen_expansion_rate": self.screen_expansion_rate,
-            "full_panel_expansion_rate": self.full_panel_expansion_rate,
-            "full_panel_reversals": self.full_panel_reversals,
-            "distinct_triplets": self.distinct_triplets,
+            **self.pick(
+                "splits_used", "screen_expansion_rate", "full_panel_expansion_rate",
+                "full_panel_reversals", "distinct_triplets",
+            ),
             "modal_triplet": list(self.modal_triplet) if self.modal_triplet else None,
             "modal_triplet_share": self.modal_triplet_share,
-        }
+        }  # fmt: skip
         why = self.reasons.get("false_reassurance_rate")
         return [
             StatRow(

@@ -16,7 +16,7 @@ the min and max of the per-seed accuracies: a range, not an interval.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -51,7 +51,6 @@ class MethodAccuracy(ResultMixin):
     seed_max: float
     difference: float | None
     difference_interval: Interval | None
-    reasons: Mapping[str, str] = field(default_factory=dict)
     #: paired-bootstrap p of the difference (docs/statistics.md section 11)
     difference_pvalue: float | None = None
 
@@ -65,7 +64,6 @@ class SelectionResult(ResultMixin):
     draws: int
     seed: int | None
     methods: list[MethodAccuracy]
-    reasons: Mapping[str, str] = field(default_factory=dict)
     #: what was compared, e.g. ``selection:<dataset>:<metric>:<reader>``
     label: str = ""
 
@@ -73,11 +71,7 @@ class SelectionResult(ResultMixin):
         rows = []
         for item in self.methods:
             counts = {
-                "method": item.method,
-                "questions": item.questions,
-                "seeds": item.seeds,
-                "seed_min": item.seed_min,
-                "seed_max": item.seed_max,
+                **item.pick("method", "questions", "seeds", "seed_min", "seed_max"),
                 "resampling": self.resampling,
             }
             rows.append(

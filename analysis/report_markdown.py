@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analysis.declared_pair import DeclaredPairResult
-from analysis.formatting import NA, num, pct, pp
+from analysis.formatting import NA, coverage, num, pct, pp
 from analysis.results import Interval
 from analysis.selection import SelectionResult
 from analysis.selection_recall import RecallPoint
@@ -198,7 +198,7 @@ def selection_lines(selections: Sequence[SelectionResult], start: int = 1) -> li
                 "Method",
                 "Questions",
                 "Accuracy",
-                "95% interval",
+                f"{coverage(sel.level)} interval",
                 "Seed min-max",
                 f"Difference vs {sel.baseline}",
             ],

@@ -3,7 +3,7 @@ damage, nulls, the three-reader screen, sensitivity, readers, rank groups and th
 
 from __future__ import annotations
 
-from analysis.formatting import num, pct, pp
+from analysis.formatting import num, pct, percentile_label, pp
 from analysis.panel_audit import PanelAudit
 from analysis.report_markdown import markdown_table, span, titled_table
 
@@ -24,9 +24,11 @@ def panel_lines(audit: PanelAudit) -> list[str]:
     header = ["Statistic", "Detail", "Estimate", "Interval", "Notes"]
     lines += markdown_table(header, statistic_rows(audit)) + [""]
     lines += _transition_lines(audit)
-    lines += _null_lines(audit)
+    if audit.nulls:
+        lines += _null_lines(audit)
     lines += _screen_lines(audit)
-    lines += _sensitivity_lines(audit)
+    if audit.sensitivity:
+        lines += _sensitivity_lines(audit)
     lines += _reader_lines(audit)
     return lines + rank_lines(audit)
 
@@ -221,15 +223,14 @@ def _transition_lines(audit: PanelAudit) -> list[str]:
 
 
 def _null_lines(audit: PanelAudit) -> list[str]:
-    if not audit.nulls:
-        return []
+    ends = percentile_label(audit.settings["level"])
     return titled_table(
         "**Nulls** (share of null draws the observed value exceeds)",
         [
             "Null",
-            "Excess flips: null median [2.5, 97.5]",
+            f"Excess flips: null median {ends}",
             "Observed exceeds",
-            "Both-half: null median [2.5, 97.5]",
+            f"Both-half: null median {ends}",
             "Observed exceeds",
         ],
         [
@@ -260,8 +261,6 @@ def _screen_lines(audit: PanelAudit) -> list[str]:
 
 
 def _sensitivity_lines(audit: PanelAudit) -> list[str]:
-    if not audit.sensitivity:
-        return []
     return titled_table(
         "**Excess-flip sensitivity**",
         ["Variant", "Median excess", "Split spread", "Splits"],

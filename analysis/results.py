@@ -50,12 +50,14 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+#: ``field(metadata=NOT_JSON_META)``: a value on a result that ``to_dict()`` leaves out.
+NOT_JSON_META = {"json": False}
 #: ``field(**NOT_JSON)`` keeps an array on a result for figures but out of JSON.
 NOT_JSON = {
     "default": None,
     "repr": False,
     "compare": False,
-    "metadata": {"json": False},
+    "metadata": NOT_JSON_META,
 }
 
 
@@ -139,13 +141,16 @@ def percentile_interval(values: np.ndarray, level: float) -> Interval:
     values = values[np.isfinite(values)]
     if values.size == 0:
         return Interval.undefined()
-    if level == 0.95:
-        quantiles = [2.5, 97.5]  # written out: 100 * 0.975 is not exactly 97.5
-    else:
-        alpha = 50.0 * (1.0 - level)
-        quantiles = [alpha, 100.0 - alpha]
-    low, high = np.percentile(values, quantiles)
+    low, high = np.percentile(values, list(percentiles(level)))
     return Interval(float(low), float(high))
+
+
+def percentiles(level: float) -> tuple[float, float]:
+    """The ends of a two-sided ``level`` interval as percentiles: ``(2.5, 97.5)`` for 0.95."""
+    if level == 0.95:  # written out: 100 * 0.975 is not exactly 97.5
+        return 2.5, 97.5
+    alpha = 50.0 * (1.0 - level)
+    return alpha, 100.0 - alpha
 
 
 def median_or_nan(values: np.ndarray) -> float:

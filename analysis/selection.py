@@ -16,7 +16,7 @@ the min and max of the per-seed accuracies: a range, not an interval.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -29,7 +29,13 @@ from analysis.bootstrap import (
     row_indices,
     stratified_indices,
 )
-from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
+from analysis.results import (
+    NOT_JSON_META,
+    Interval,
+    ResultMixin,
+    StatRow,
+    percentile_interval,
+)
 
 #: The selection comparison's bootstrap seed (``default_rng``).
 SELECTION_BOOTSTRAP_SEED = 5768
@@ -66,6 +72,10 @@ class SelectionResult(ResultMixin):
     methods: list[MethodAccuracy]
     #: what was compared, e.g. ``selection:<dataset>:<metric>:<reader>``
     label: str = ""
+    #: the intervals' level, for the report (the audit's settings carry it in JSON)
+    level: float = field(
+        kw_only=True, repr=False, compare=False, metadata=NOT_JSON_META
+    )
 
     def stat_rows(self) -> list[StatRow]:
         rows = []
@@ -209,4 +219,5 @@ def selection_accuracy(
         draws=draws,
         seed=seed if isinstance(seed, int) else None,
         methods=methods,
+        level=level,
     )

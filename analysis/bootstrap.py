@@ -25,6 +25,11 @@ def generator(seed: SeedLike) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+def recorded_seed(seed: SeedLike) -> int | None:
+    """The seed a result records: an int as given, None for a Generator or no seed."""
+    return seed if isinstance(seed, int) else None
+
+
 def row_indices(rng: np.random.Generator, n: int, draws: int) -> np.ndarray:
     """``(draws, n)`` indices drawn with replacement: ``rng.integers(0, n, (draws, n))``.
 

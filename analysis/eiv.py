@@ -32,7 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.bootstrap import SeedLike, generator, reader_counts, row_count_batches
+from analysis.bootstrap import (
+    SeedLike,
+    generator,
+    reader_counts,
+    recorded_seed,
+    row_count_batches,
+)
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
 from analysis.scores import is_binary
 
@@ -340,7 +346,7 @@ def eiv_bootstrap(
     point = eiv_point(raw, comp, headroom=headroom)
     m, n = raw.shape
     variant = "headroom" if headroom else "gain"
-    seed_value = seed if isinstance(seed, int) else None
+    seed_value = recorded_seed(seed)
     if m < 3 or n < 2:
         why = point.reasons.get(
             "r_clipped", "needs at least three readers and two rows"

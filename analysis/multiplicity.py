@@ -44,6 +44,7 @@ from scipy.stats import norm
 
 from analysis.mcnemar import exact_pvalues
 from analysis.results import ResultMixin, StatRow, median_or_nan
+from analysis.splits import pair_indices
 
 CONDITIONS = ("raw", "compressed")
 
@@ -120,7 +121,7 @@ def pair_tests(
         return PairTests([], reasons={"tests": "exact McNemar needs 0/1 scores"})
     if m < 2:
         return PairTests([], reasons={"tests": "fewer than two readers"})
-    lo, hi = np.triu_indices(m, 1)
+    lo, hi = pair_indices(m)
     tests = []
     for condition, x in zip(CONDITIONS, (raw, comp), strict=True):
         b = ((x[lo] == 1) & (x[hi] == 0)).sum(axis=1)
@@ -175,7 +176,7 @@ def panel_mde(
 ) -> PanelMDE:
     """Section 12's MDE from the median pair second moment of each condition."""
     m, n = raw.shape
-    lo, hi = np.triu_indices(m, 1)
+    lo, hi = pair_indices(m)
     values: dict[str, float] = {}
     reasons: dict[str, str] = {}
     for condition, x in zip(CONDITIONS, (raw, comp), strict=True):

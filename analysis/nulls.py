@@ -34,7 +34,7 @@ from typing import Literal
 
 import numpy as np
 
-from analysis.bootstrap import SeedLike, generator, single_blas
+from analysis.bootstrap import SeedLike, generator, recorded_seed, single_blas
 from analysis.results import (
     Interval,
     ResultMixin,
@@ -257,7 +257,7 @@ def _comparison(
         null_both_half_median=median_or_nan(both),
         null_both_half_interval=percentile_interval(both, level),
         both_half_exceeds_share=exceeds(observed_both_half, both),
-        seed=seed if isinstance(seed, int) else None,
+        seed=recorded_seed(seed),
         draws_without_eligible_pairs=int((~kept).sum()),
         reasons=reasons,
     )
@@ -327,5 +327,5 @@ def _empty(
     )
     return NullComparison(
         kind, draws, splits, obs_e, nan, Interval.undefined(), nan, obs_b, nan, Interval.undefined(), nan,
-        seed if isinstance(seed, int) else None, 0, reasons=dict.fromkeys(names, why),
+        recorded_seed(seed), 0, reasons=dict.fromkeys(names, why),
     )  # fmt: skip

@@ -30,6 +30,7 @@ from analysis.bootstrap import generator
 from analysis.multiplicity import CONDITIONS
 from analysis.results import ResultMixin, StatRow, percentile_interval
 from analysis.retention import resampled_means
+from analysis.splits import pair_indices
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def rank_groups(
 ) -> list[RankGroups]:
     """Rank groups under raw and compressed scores from the row bootstrap's draws."""
     m, n = raw.shape
-    lo, hi = np.triu_indices(m, 1)
+    lo, hi = pair_indices(m)
     resampled, _ = resampled_means(generator(seed), [raw, comp], None, draws)
     out = []
     for condition, x, boot in zip(CONDITIONS, (raw, comp), resampled, strict=True):

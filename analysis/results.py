@@ -153,6 +153,11 @@ def percentiles(level: float) -> tuple[float, float]:
     return alpha, 100.0 - alpha
 
 
+def nan_if_none(value: float | None) -> float:
+    """A stat row's number from an optional one (a p-value not computed is NaN)."""
+    return float("nan") if value is None else float(value)
+
+
 def median_or_nan(values: np.ndarray) -> float:
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]

@@ -20,6 +20,7 @@ from analysis.bootstrap import (
     family_codes,  # noqa: F401 - re-exported (its old home)
     generator,
     reader_counts,
+    recorded_seed,
     row_count_batches,
 )
 from analysis.gap_rule import meets_gap
@@ -223,7 +224,7 @@ def retention_bootstrap(
         draws_used=int(keep.sum()),
         draws_discarded=int((~keep).sum()),
         same_pair_share=same,
-        seed=seed if isinstance(seed, int) else None,
+        seed=recorded_seed(seed),
         gap=gap,
         reasons=reasons,
     )

@@ -27,7 +27,7 @@ import numpy as np
 from analysis.flips import FlipCounts, PairFlips
 from analysis.gap_rule import meets_gap
 from analysis.results import ResultMixin, StatRow
-from analysis.splits import SplitBatch
+from analysis.splits import SplitBatch, modal_readers
 
 
 class ScreenSplits(NamedTuple):
@@ -180,17 +180,10 @@ def three_reader_screen(
     retention_threshold: float,
     excess_threshold: float,
 ) -> ThreeReaderScreen:
-    m = len(readers)
     screen, full = splits.screen, splits.full
     full_total = int(splits.full_reversals.sum())
     codes = splits.triplet[splits.triplet >= 0]
-    modal, share, distinct = None, float("nan"), 0
-    if codes.size:
-        values, counts = np.unique(codes, return_counts=True)
-        top = int(values[np.argmax(counts)])
-        modal = (readers[top // (m * m)], readers[(top // m) % m], readers[top % m])
-        share = float(counts.max() / codes.size)
-        distinct = int(values.size)
+    modal, share, distinct = modal_readers(codes, readers, 3)
     reasons = {}
     if not full.any():
         reasons["false_reassurance_given_full_expansion"] = (

@@ -26,6 +26,7 @@ from analysis.bootstrap import (
     cluster_counts,
     counts_from_indices,
     generator,
+    recorded_seed,
     row_indices,
     stratified_indices,
 )
@@ -34,6 +35,7 @@ from analysis.results import (
     Interval,
     ResultMixin,
     StatRow,
+    nan_if_none,
     percentile_interval,
 )
 
@@ -101,14 +103,10 @@ class SelectionResult(ResultMixin):
                         item.difference_interval.low,
                         item.difference_interval.high,
                         counts,
-                        p_value=_p(item.difference_pvalue),
+                        p_value=nan_if_none(item.difference_pvalue),
                     )
                 )
         return rows
-
-
-def _p(value: float | None) -> float:
-    return float("nan") if value is None else float(value)
 
 
 def bootstrap_pvalue(differences: np.ndarray) -> float:
@@ -217,7 +215,7 @@ def selection_accuracy(
         baseline=baseline,
         resampling=resampling,
         draws=draws,
-        seed=seed if isinstance(seed, int) else None,
+        seed=recorded_seed(seed),
         methods=methods,
         level=level,
     )

@@ -28,7 +28,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from analysis.bootstrap import SeedLike, family_codes, generator, single_blas
+from analysis.bootstrap import (
+    SeedLike,
+    family_codes,
+    generator,
+    recorded_seed,
+    single_blas,
+)
 from analysis.disjoint_rows import DisjointSplits, disjoint_correlation, disjoint_splits
 from analysis.flips import (
     FlipReplay,
@@ -161,7 +167,7 @@ def split_audit(
         mcnemar_filter=mcnemar_filter, screen=screen, batch=batch, progress=progress,
     )  # fmt: skip
     m, n = raw.shape
-    seed_value = seed if isinstance(seed, int) else None
+    seed_value = recorded_seed(seed)
     counts = stack(records["flips"])
     disjoint = (
         stack(records["disjoint"])

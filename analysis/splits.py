@@ -104,6 +104,24 @@ def pair_indices(m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(m, 1)
 
 
+def modal_readers(
+    codes: np.ndarray, readers: Sequence[str], size: int
+) -> tuple[tuple[str, ...] | None, float, int]:
+    """The most frequent reader tuple among ``codes``, its share, and how many differ.
+
+    A code is a ``size``-digit base-``m`` number, the first reader's index the
+    most significant digit; a tie goes to the smallest code. ``(None, nan, 0)``
+    for no codes.
+    """
+    if not codes.size:
+        return None, float("nan"), 0
+    m = len(readers)
+    values, counts = np.unique(codes, return_counts=True)
+    top = int(values[np.argmax(counts)])
+    modal = tuple(readers[(top // m**k) % m] for k in reversed(range(size)))
+    return modal, float(counts.max() / codes.size), int(values.size)
+
+
 def pair_lookup(m: int) -> np.ndarray:
     """``(m, m)`` pair number of ``(i, j)`` and ``(j, i)``; -1 on the diagonal."""
     lo, hi = pair_indices(m)

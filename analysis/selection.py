@@ -7,10 +7,11 @@ correctness on the same questions. Per question the seeds are averaged first;
 accuracy is the mean over questions. One ``(draws, q)`` multiplicity matrix
 (plain: ``rng.integers(0, q, (draws, q))``; stratified: the same within each
 stratum; clustered: whole clusters drawn C of C) is drawn once from
-``default_rng(seed)`` (default 5768) and shared by every method, so method
-differences against a baseline use the same resampled questions. The
-interval is the 2.5/97.5 percentile of the draw accuracies. The seed range is
-the min and max of the per-seed accuracies: a range, not an interval.
+``default_rng(seed)`` (default :data:`analysis.settings.SELECTION_BOOTSTRAP_SEED`)
+and shared by every method, so method differences against a baseline use the
+same resampled questions. The interval is the ``level`` percentile interval of
+the draw accuracies. The seed range is the min and max of the per-seed
+accuracies: a range, not an interval.
 """
 
 from __future__ import annotations
@@ -38,11 +39,8 @@ from analysis.results import (
     nan_if_none,
     percentile_interval,
 )
+from analysis.settings import SELECTION_BOOTSTRAP_SEED, SELECTION_DRAWS
 
-#: The selection comparison's bootstrap seed (``default_rng``).
-SELECTION_BOOTSTRAP_SEED = 5768
-#: Paired bootstrap draws of the selection comparison (CoRA-Bench App. B).
-SELECTION_DRAWS = 2000
 Resampling = Literal["plain", "stratified", "clustered"]
 
 

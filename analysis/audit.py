@@ -45,13 +45,15 @@ from analysis.panel_audit import (
     pair_seed,
 )
 from analysis.ragscale_fields import ragscale_replay_fields
-from analysis.selection import (
+from analysis.selection import SelectionResult
+from analysis.selection_recall import read_selection_recall
+from analysis.settings import (
+    DEFAULT_HINT_FIELDS,
     SELECTION_BOOTSTRAP_SEED,
     SELECTION_DRAWS,
-    SelectionResult,
+    AuditSettings,
+    InvalidSetting,
 )
-from analysis.selection_recall import read_selection_recall
-from analysis.settings import DEFAULT_HINT_FIELDS, AuditSettings, InvalidSetting
 from analysis.store import audit_key, table_rows, write_tables
 from analysis.summary_json import SCHEMA_VERSION, dumps, summary
 from analysis.version import CODE_VERSION

@@ -8,10 +8,14 @@ matrix products; nothing loops per draw in Python.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import numpy as np
 
 #: numpy's default Generator; a seed or a Generator is accepted everywhere.
 SeedLike = int | np.random.Generator | None
+#: Draws per batch of row counts: bounds memory at ``batch * n`` floats.
+BATCH = 1000
 
 
 def generator(seed: SeedLike) -> np.random.Generator:
@@ -19,6 +23,11 @@ def generator(seed: SeedLike) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     return np.random.default_rng(seed)
+
+
+def recorded_seed(seed: SeedLike) -> int | None:
+    """The seed a result records: an int as given, None for a Generator or no seed."""
+    return seed if isinstance(seed, int) else None
 
 
 def row_indices(rng: np.random.Generator, n: int, draws: int) -> np.ndarray:
@@ -78,6 +87,45 @@ def family_counts(rng: np.random.Generator, n_families: int, draws: int) -> np.n
     """``(draws, F)`` multiplicities of families drawn F of F with replacement."""
     picks = rng.integers(0, n_families, size=(draws, n_families))
     return counts_from_indices(picks, n_families)
+
+
+def family_codes(families: Sequence[str]) -> tuple[np.ndarray, int]:
+    """Integer family code per reader (families sorted by name) and the count F."""
+    labels, codes = np.unique(
+        np.asarray(families, dtype=object).astype(str), return_inverse=True
+    )
+    return codes.astype(np.int64), int(labels.size)
+
+
+def reader_counts(
+    rng: np.random.Generator, families: Sequence[str], draws: int
+) -> np.ndarray:
+    """``(draws, m)``: each reader's copies when families are drawn F of F.
+
+    Every reader of a family drawn k times enters k times.
+    """
+    codes, n_families = family_codes(families)
+    return family_counts(rng, n_families, draws)[:, codes]
+
+
+def row_count_batches(
+    rng: np.random.Generator, n: int, draws: int
+) -> Iterator[tuple[slice, np.ndarray]]:
+    """Rows drawn n of n for every draw, as ``(draws slice, (batch, n) counts)``.
+
+    The indices are drawn here, all at once (:func:`row_indices`), so the
+    generator's stream does not depend on how the batches are consumed; the
+    batches (:data:`BATCH` draws each) are then made and used under one BLAS
+    thread (:func:`single_blas`).
+    """
+    return _count_batches(row_indices(rng, n, draws), n)
+
+
+def _count_batches(indices: np.ndarray, n: int) -> Iterator[tuple[slice, np.ndarray]]:
+    with single_blas():
+        for start in range(0, indices.shape[0], BATCH):
+            rows = slice(start, start + BATCH)
+            yield rows, counts_from_indices(indices[rows], n)
 
 
 def single_blas():

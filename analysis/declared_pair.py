@@ -27,10 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from analysis.bootstrap import SeedLike, generator, row_indices
+from analysis.bootstrap import SeedLike, generator, recorded_seed, row_indices
 from analysis.gap_rule import separated
 from analysis.mcnemar import exact_pvalues
-from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
+from analysis.results import (
+    Interval,
+    ResultMixin,
+    StatRow,
+    nan_if_none,
+    percentile_interval,
+)
 from analysis.scores import is_binary
 from analysis.transitions import rescue_damage
 
@@ -99,7 +105,6 @@ class DeclaredPairResult(ResultMixin):
     raw_direction: str
     ragscale_outcome: str  # ragscale's label, |raw upgrade| rule
     notes: list[str] = field(default_factory=list)
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         counts = {
@@ -113,14 +118,14 @@ class DeclaredPairResult(ResultMixin):
                 self.raw_upgrade,
                 *_ends(self.raw_upgrade_interval),
                 counts,
-                p_value=_p(self.raw_mcnemar_p),
+                p_value=nan_if_none(self.raw_mcnemar_p),
             ),
             StatRow(
                 "pair_compressed_upgrade",
                 self.compressed_upgrade,
                 *_ends(self.compressed_upgrade_interval),
                 counts,
-                p_value=_p(self.compressed_mcnemar_p),
+                p_value=nan_if_none(self.compressed_mcnemar_p),
             ),
             StatRow(
                 "pair_upgrade_retention",
@@ -220,10 +225,6 @@ def direction_notes(
         f"rule: {share} is the share of the raw downgrade still visible under "
         f"compression ({directional_outcome(outcome, direction)}; ragscale: {outcome})."
     ]
-
-
-def _p(value: float | None) -> float:
-    return float("nan") if value is None else float(value)
 
 
 def reader_shares(
@@ -424,7 +425,7 @@ def declared_pair(
         changed_examples=changed_examples(data),
         raw_mcnemar_p=raw_p,
         compressed_mcnemar_p=comp_p,
-        bootstrap_seed=seed if isinstance(seed, int) else None,
+        bootstrap_seed=recorded_seed(seed),
         bootstrap_draws=draws,
         retention_draws_used=used,
         gap=gap,

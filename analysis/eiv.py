@@ -28,20 +28,18 @@ eigenvalue scale is set to zero.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from analysis.bootstrap import (
     SeedLike,
-    counts_from_indices,
-    family_counts,
     generator,
-    row_indices,
-    single_blas,
+    reader_counts,
+    recorded_seed,
+    row_count_batches,
 )
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
-from analysis.retention import BATCH, family_codes
 from analysis.scores import is_binary
 
 #: A non-exact moment no larger than this share of its terms is set to zero.
@@ -76,7 +74,6 @@ class EIVEstimate(ResultMixin):
     r_psd: float
     slope: float
     naive_r: float
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -95,7 +92,6 @@ class EIVResult(ResultMixin):
     outside_unit_draws: int
     undefined_draws: int
     seed: int | None
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         name = (
@@ -103,22 +99,12 @@ class EIVResult(ResultMixin):
         )
         e = self.estimate
         counts = {
-            "m11": e.m11,
-            "m22": e.m22,
-            "m12": e.m12,
-            "min_eigenvalue": e.min_eigenvalue,
-            "r_unbounded": e.r_unbounded,
-            "r_psd": e.r_psd,
-            "slope": e.slope,
-            "naive_r": e.naive_r,
-            "draws": self.draws,
-            "finite_draws": self.finite_draws,
-            "nonpositive_variance_draws": self.nonpositive_variance_draws,
-            "non_psd_draws": self.non_psd_draws,
-            "nonfinite_r_draws": self.nonfinite_r_draws,
-            "outside_unit_draws": self.outside_unit_draws,
-            "undefined_draws": self.undefined_draws,
-        }
+            **e.pick(*(field_name for field_name in FIELDS if field_name != "r_clipped")),
+            **self.pick(
+                "draws", "finite_draws", "nonpositive_variance_draws", "non_psd_draws",
+                "nonfinite_r_draws", "outside_unit_draws", "undefined_draws",
+            ),
+        }  # fmt: skip
         return [
             StatRow(
                 name,
@@ -360,7 +346,7 @@ def eiv_bootstrap(
     point = eiv_point(raw, comp, headroom=headroom)
     m, n = raw.shape
     variant = "headroom" if headroom else "gain"
-    seed_value = seed if isinstance(seed, int) else None
+    seed_value = recorded_seed(seed)
     if m < 3 or n < 2:
         why = point.reasons.get(
             "r_clipped", "needs at least three readers and two rows"
@@ -368,7 +354,7 @@ def eiv_bootstrap(
         return EIVResult(
             variant, point, Interval.undefined(), Interval.undefined(),
             draws, 0, 0, 0, draws, 0, draws, seed_value,
-            {"interval": why, "psd_interval": why},
+            reasons={"interval": why, "psd_interval": why},
         )  # fmt: skip
     moments, undefined = _draw_moments(
         raw, comp, families, draws=draws, seed=seed, headroom=headroom
@@ -416,24 +402,19 @@ def _draw_moments(
     m, n = raw.shape
     gain = comp - raw
     rng = generator(seed)
-    codes, n_families = family_codes(families)
-    reader_weights = family_counts(rng, n_families, draws)[:, codes]  # (B, m)
-    indices = row_indices(rng, n, draws)
+    reader_weights = reader_counts(rng, families, draws)  # (B, m)
     parts: list[dict[str, np.ndarray]] = []
     undefined = reader_weights.sum(axis=1) < 3
-    limiter = single_blas()
-    for start in range(0, draws, BATCH):
-        weights = counts_from_indices(indices[start : start + BATCH], n)
-        v = reader_weights[start : start + BATCH]
+    for rows, weights in row_count_batches(rng, n, draws):
+        v = reader_weights[rows]
         scale = None
         if headroom:
             mu = weights @ raw.T / n
             at_one = (mu >= 1) & (v > 0)
-            undefined[start : start + BATCH] |= at_one.any(axis=1)
+            undefined[rows] |= at_one.any(axis=1)
             # an undrawn reader (v = 0) or a draw already undefined gets scale 1
             scale = np.where(mu < 1, 1.0 / np.where(mu < 1, 1.0 - mu, 1.0), 1.0)
         parts.append(_moments(raw, gain, weights, v, scale))
-    limiter.restore_original_limits()
     moments = {
         key: np.concatenate([part[key] for part in parts]) if parts else np.empty(0)
         for key in MOMENTS

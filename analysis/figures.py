@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.formatting import fixed, signed
+from analysis.formatting import coverage, fixed, signed
 from analysis.panel_audit import PanelAudit
 from analysis.selection import SelectionResult
 from analysis.selection_recall import RecallPoint
@@ -256,13 +256,14 @@ def reversal_comparison_figure(audits: Sequence[PanelAudit]):  # noqa: ANN201
 
     Open point: median reversal rate after changing only the raw question half (the split
     pass's raw-vs-raw reversals); filled point: median reversal rate under compression;
-    label: median excess across splits; shaded bar: the raw rate plus the middle 95% of
-    split excesses. None when no panel has split results.
+    label: median excess across splits; shaded bar: the raw rate plus the middle
+    ``level`` share of split excesses. None when no panel has split results.
     """
     rows = _split_rows(audits)
     if not rows:
         return None
     fig, ax = _subplots(0.6 * len(rows) + 2.2)
+    middle = coverage(audits[0].settings["level"])  # one audit call, one level
     y = np.arange(len(rows))
     raw = np.array([f.median_raw_rate * 100 for _, f in rows])
     comp = np.array([f.median_compressed_rate * 100 for _, f in rows])
@@ -272,7 +273,7 @@ def reversal_comparison_figure(audits: Sequence[PanelAudit]):  # noqa: ANN201
             high = raw[k] + f.excess_interval.high * 100
             ax.barh(
                 y[k], high - low, left=low, height=0.5, color="#1f77b4", alpha=0.25,
-                label="raw + middle 95% of split excesses" if k == 0 else None,
+                label=f"raw + middle {middle} of split excesses" if k == 0 else None,
             )  # fmt: skip
     ax.plot(
         raw, y, "o", markerfacecolor="none", markeredgecolor="black", markersize=11,

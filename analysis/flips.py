@@ -18,7 +18,6 @@ reversal.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -141,18 +140,13 @@ class FlipReplay(ResultMixin):
     tie_rule: str
     mcnemar_filter: bool
     seed: int | None
-    reasons: Mapping[str, str] = field(default_factory=dict)
     excess_by_split: np.ndarray | None = field(**NOT_JSON)
 
     def stat_rows(self, suffix: str = "") -> list[StatRow]:
-        counts = {
-            "splits_used": self.splits_used,
-            "splits_without_eligible_pairs": self.splits_without_eligible_pairs,
-            "median_eligible_pairs": self.median_eligible_pairs,
-            "gap": self.gap,
-            "tie_rule": self.tie_rule,
-            "mcnemar_filter": self.mcnemar_filter,
-        }
+        counts = self.pick(
+            "splits_used", "splits_without_eligible_pairs", "median_eligible_pairs",
+            "gap", "tie_rule", "mcnemar_filter",
+        )  # fmt: skip
         why = self.reasons.get("median_excess")
         return [
             StatRow(

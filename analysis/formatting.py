@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from analysis.results import percentiles
+
 NA = "not admissible"
 
 
@@ -48,3 +50,15 @@ def pct(value: Any, missing: str = NA) -> str:
 def num(value: Any, digits: int = 3, missing: str = NA) -> str:
     """value to ``digits`` decimals; undefined -> ``missing``."""
     return fixed(float(value), digits) if is_number(value) else missing
+
+
+def percentile_label(level: float) -> str:
+    """The ends of a ``level`` percentile interval: ``[2.5, 97.5]`` for 0.95."""
+    low, high = percentiles(level)
+    return f"[{low:g}, {high:g}]"
+
+
+def coverage(level: float) -> str:
+    """The middle share a ``level`` percentile interval spans: ``95%`` for 0.95."""
+    low, high = percentiles(level)
+    return f"{high - low:g}%"

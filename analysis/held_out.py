@@ -13,8 +13,8 @@ oriented form of :func:`analysis.splits.separated`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -27,7 +27,7 @@ from analysis.results import (
     median_or_nan,
     percentile_interval,
 )
-from analysis.splits import SplitBatch
+from analysis.splits import SplitBatch, modal_readers
 
 
 class HeldOutSplits(NamedTuple):
@@ -66,7 +66,6 @@ class HeldOutEndpoints(ResultMixin):
     distinct_pairs: int
     modal_pair: tuple[str, str] | None
     modal_pair_share: float
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         return [
@@ -76,9 +75,7 @@ class HeldOutEndpoints(ResultMixin):
                 self.interval.low,
                 self.interval.high,
                 {
-                    "orientations": self.orientations,
-                    "valid": self.valid,
-                    "distinct_pairs": self.distinct_pairs,
+                    **self.pick("orientations", "valid", "distinct_pairs"),
                     "modal_pair": list(self.modal_pair) if self.modal_pair else None,
                     "modal_pair_share": self.modal_pair_share,
                 },
@@ -91,18 +88,10 @@ def held_out_endpoints(
     splits: HeldOutSplits, readers: Sequence[str], *, level: float
 ) -> HeldOutEndpoints:
     """Section 6's result over every valid orientation (split order, S->T first)."""
-    m = len(readers)
     rho = splits.retention.ravel()
-    codes = splits.pair.ravel()
     valid = np.isfinite(rho)
-    codes = codes[valid]
-    modal, modal_share, distinct = None, float("nan"), 0
-    if codes.size:
-        values, counts = np.unique(codes, return_counts=True)
-        top = int(values[np.argmax(counts)])
-        modal = (readers[top // m], readers[top % m])
-        modal_share = float(counts.max() / codes.size)
-        distinct = int(values.size)
+    codes = splits.pair.ravel()[valid]
+    modal, modal_share, distinct = modal_readers(codes, readers, 2)
     why = "no orientation kept a held-out raw endpoint gap at or above the minimum"
     return HeldOutEndpoints(
         orientations=int(rho.size),

@@ -17,6 +17,10 @@ from functools import lru_cache
 import numpy as np
 from scipy.stats import binom
 
+#: "Significant" in sections 4 and 5 (the McNemar filter and resolution): exact
+#: p < .05. A rule of the method, not the audit's interval ``level``.
+ALPHA = 0.05
+
 
 def exact_pvalues(b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Exact two-sided McNemar p for arrays of discordant counts."""
@@ -30,7 +34,7 @@ def exact_pvalues(b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=8)
-def critical_counts(max_trials: int, alpha: float = 0.05) -> np.ndarray:
+def critical_counts(max_trials: int, alpha: float = ALPHA) -> np.ndarray:
     """``crit[N]`` for ``N = 0..max_trials``: the largest ``lo`` with p < alpha, or -1.
 
     p grows with ``lo`` (for ``lo < N / 2``), so ``lo <= crit[N]`` is exactly
@@ -59,7 +63,7 @@ def significant(b: np.ndarray, c: np.ndarray, crit: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=8)
-def significance_thresholds(max_trials: int, alpha: float = 0.05) -> np.ndarray:
+def significance_thresholds(max_trials: int, alpha: float = ALPHA) -> np.ndarray:
     """``t[N]``: exact McNemar p < alpha  <=>  ``|c - b| >= t[N]`` for ``N = b + c``.
 
     ``min(b, c) = (N - |c - b|) / 2``, so ``min(b, c) <= crit[N]`` is

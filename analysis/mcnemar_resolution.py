@@ -17,8 +17,7 @@ used (null when none is).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -72,15 +71,12 @@ class McNemarResolution(ResultMixin):
     median_opposite_direction_share: float
     opposite_direction_interval: Interval
     scoring_rows: int
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
-        counts = {
-            "splits_used": self.splits_used,
-            "splits_without_raw_significant_pairs": self.splits_without_raw_significant_pairs,
-            "median_raw_significant_pairs": self.median_raw_significant_pairs,
-            "scoring_rows": self.scoring_rows,
-        }
+        counts = self.pick(
+            "splits_used", "splits_without_raw_significant_pairs",
+            "median_raw_significant_pairs", "scoring_rows",
+        )  # fmt: skip
         why = self.reasons.get("median_same_direction_share")
         return [
             StatRow(

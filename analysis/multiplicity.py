@@ -36,7 +36,7 @@ difference is at most its second moment, so this is slightly conservative).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from scipy.stats import norm
 
 from analysis.mcnemar import exact_pvalues
 from analysis.results import ResultMixin, StatRow, median_or_nan
+from analysis.splits import pair_indices
 
 CONDITIONS = ("raw", "compressed")
 
@@ -98,7 +99,6 @@ class PairTests(ResultMixin):
     """Exact McNemar of every reader pair, raw and compressed (binary panels)."""
 
     tests: list[dict[str, Any]]
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         return [
@@ -118,10 +118,10 @@ def pair_tests(
     """Exact McNemar on all rows for every reader pair under each condition."""
     m, n = raw.shape
     if not binary:
-        return PairTests([], {"tests": "exact McNemar needs 0/1 scores"})
+        return PairTests([], reasons={"tests": "exact McNemar needs 0/1 scores"})
     if m < 2:
-        return PairTests([], {"tests": "fewer than two readers"})
-    lo, hi = np.triu_indices(m, 1)
+        return PairTests([], reasons={"tests": "fewer than two readers"})
+    lo, hi = pair_indices(m)
     tests = []
     for condition, x in zip(CONDITIONS, (raw, comp), strict=True):
         b = ((x[lo] == 1) & (x[hi] == 0)).sum(axis=1)
@@ -155,7 +155,6 @@ class PanelMDE(ResultMixin):
     raw_mde: float
     compressed_second_moment: float
     compressed_mde: float
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         return [
@@ -163,9 +162,7 @@ class PanelMDE(ResultMixin):
                 f"mde_{condition}",
                 getattr(self, f"{condition}_mde"),
                 counts={
-                    "level": self.level,
-                    "power": self.power,
-                    "rows": self.rows,
+                    **self.pick("level", "power", "rows"),
                     "second_moment": getattr(self, f"{condition}_second_moment"),
                 },
                 reason=self.reasons.get(f"{condition}_mde"),
@@ -179,7 +176,7 @@ def panel_mde(
 ) -> PanelMDE:
     """Section 12's MDE from the median pair second moment of each condition."""
     m, n = raw.shape
-    lo, hi = np.triu_indices(m, 1)
+    lo, hi = pair_indices(m)
     values: dict[str, float] = {}
     reasons: dict[str, str] = {}
     for condition, x in zip(CONDITIONS, (raw, comp), strict=True):

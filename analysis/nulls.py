@@ -29,13 +29,12 @@ sums (exact for 0/1 scores; for continuous scores sums in BLAS order).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from analysis.bootstrap import SeedLike, generator, single_blas
+from analysis.bootstrap import SeedLike, generator, recorded_seed, single_blas
 from analysis.results import (
     Interval,
     ResultMixin,
@@ -100,15 +99,9 @@ class NullComparison(ResultMixin):
     both_half_exceeds_share: float
     seed: int | None
     draws_without_eligible_pairs: int = 0
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
-        counts = {
-            "draws": self.draws,
-            "splits": self.splits,
-            "kind": self.kind,
-            "draws_without_eligible_pairs": self.draws_without_eligible_pairs,
-        }
+        counts = self.pick("draws", "splits", "kind", "draws_without_eligible_pairs")
         why = self.reasons.get("null_excess_median")
         return [
             StatRow(
@@ -264,7 +257,7 @@ def _comparison(
         null_both_half_median=median_or_nan(both),
         null_both_half_interval=percentile_interval(both, level),
         both_half_exceeds_share=exceeds(observed_both_half, both),
-        seed=seed if isinstance(seed, int) else None,
+        seed=recorded_seed(seed),
         draws_without_eligible_pairs=int((~kept).sum()),
         reasons=reasons,
     )
@@ -334,5 +327,5 @@ def _empty(
     )
     return NullComparison(
         kind, draws, splits, obs_e, nan, Interval.undefined(), nan, obs_b, nan, Interval.undefined(), nan,
-        seed if isinstance(seed, int) else None, 0, dict.fromkeys(names, why),
+        recorded_seed(seed), 0, reasons=dict.fromkeys(names, why),
     )  # fmt: skip

@@ -82,7 +82,6 @@ class PanelAudit(ResultMixin):
     mde: PanelMDE
     rank_groups: list[RankGroups]
     declared_pairs: list[DeclaredPairResult] = field(default_factory=list)
-    reasons: Mapping[str, str] = field(default_factory=dict)
     arrays: PanelArrays | None = field(
         default=None, repr=False, compare=False, metadata={"json": False}
     )

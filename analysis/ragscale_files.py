@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +27,19 @@ from analysis.ragscale_panel import (
 )
 from warehouse.errors import InputError
 from warehouse.file_formats import PAIRED_SCORES_AUDIT_REQUIRED as REQUIRED
-from warehouse.files import jsonl_records, read_csv
+from warehouse.files import CsvTable, jsonl_records, read_csv
 
 
-@dataclass(frozen=True)
-class RagscaleFile:
-    """Records of one ragscale file with the line each came from."""
+class RagscaleFile(CsvTable):
+    """Records of one ragscale file with the line each came from.
 
-    path: Path
-    columns: tuple[str, ...]
-    records: list[dict[str, Any]]
-    lines: list[int]
-    warnings: list[str] = field(default_factory=list)
+    The CSV reader's table; a JSONL file's header is its keys in order of first
+    appearance (values keep their JSON types).
+    """
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.header
 
     @property
     def metrics(self) -> list[str]:
@@ -58,7 +58,7 @@ def read_ragscale_file(path: str | Path) -> RagscaleFile:
 
 def _read_csv(target: Path) -> RagscaleFile:
     table = read_csv(target)  # the reader `ingest ragscale` uses: same refusals
-    return RagscaleFile(target, table.header, table.records, table.lines)
+    return RagscaleFile(table.path, table.header, table.records, table.lines)
 
 
 def _read_jsonl(target: Path) -> RagscaleFile:

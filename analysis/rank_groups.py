@@ -20,8 +20,8 @@ from 1.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from analysis.bootstrap import generator
 from analysis.multiplicity import CONDITIONS
 from analysis.results import ResultMixin, StatRow, percentile_interval
 from analysis.retention import resampled_means
+from analysis.splits import pair_indices
 
 
 @dataclass(frozen=True)
@@ -45,16 +46,9 @@ class RankGroups(ResultMixin):
     pairs: int
     unresolved_pairs: int
     pair_intervals: list[dict[str, Any]]
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
-        counts = {
-            "groups": self.groups,
-            "pairs": self.pairs,
-            "unresolved_pairs": self.unresolved_pairs,
-            "level": self.level,
-            "draws": self.draws,
-        }
+        counts = self.pick("groups", "pairs", "unresolved_pairs", "level", "draws")
         rows = [
             StatRow(
                 f"rank_groups_{self.condition}", float(len(self.groups)), counts=counts
@@ -111,7 +105,7 @@ def rank_groups(
 ) -> list[RankGroups]:
     """Rank groups under raw and compressed scores from the row bootstrap's draws."""
     m, n = raw.shape
-    lo, hi = np.triu_indices(m, 1)
+    lo, hi = pair_indices(m)
     resampled, _ = resampled_means(generator(seed), [raw, comp], None, draws)
     out = []
     for condition, x, boot in zip(CONDITIONS, (raw, comp), resampled, strict=True):

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analysis.declared_pair import DeclaredPairResult
-from analysis.formatting import NA, num, pct, pp
+from analysis.formatting import NA, coverage, num, pct, pp
 from analysis.results import Interval
 from analysis.selection import SelectionResult
 from analysis.selection_recall import RecallPoint
@@ -29,6 +29,13 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list
         for row in rows
     ]
     return out
+
+
+def titled_table(
+    title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> list[str]:
+    """A bold title line, the table, each followed by a blank line."""
+    return [title, "", *markdown_table(header, rows), ""]
 
 
 def pair_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
@@ -115,7 +122,7 @@ def _pair_slice_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
          pp(s["compressed_upgrade"]), pct(s["retention"])]
         for s in slices
     ]  # fmt: skip
-    return ["### Slices", ""] + markdown_table(header, rows) + [""]
+    return titled_table("### Slices", header, rows)
 
 
 def _changed_example_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
@@ -128,7 +135,7 @@ def _changed_example_lines(pairs: Sequence[DeclaredPairResult]) -> list[str]:
          c["candidate_transition"]]
         for c in changed
     ]  # fmt: skip
-    return ["### Changed examples", ""] + markdown_table(header, rows) + [""]
+    return titled_table("### Changed examples", header, rows)
 
 
 #: Cells listed in the report's multiplicity table (smallest p first).
@@ -191,7 +198,7 @@ def selection_lines(selections: Sequence[SelectionResult], start: int = 1) -> li
                 "Method",
                 "Questions",
                 "Accuracy",
-                "95% interval",
+                f"{coverage(sel.level)} interval",
                 "Seed min-max",
                 f"Difference vs {sel.baseline}",
             ],

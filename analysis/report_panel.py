@@ -3,9 +3,9 @@ damage, nulls, the three-reader screen, sensitivity, readers, rank groups and th
 
 from __future__ import annotations
 
-from analysis.formatting import num, pct, pp
+from analysis.formatting import num, pct, percentile_label, pp
 from analysis.panel_audit import PanelAudit
-from analysis.report_markdown import markdown_table, span
+from analysis.report_markdown import markdown_table, span, titled_table
 
 
 def panel_lines(audit: PanelAudit) -> list[str]:
@@ -24,9 +24,11 @@ def panel_lines(audit: PanelAudit) -> list[str]:
     header = ["Statistic", "Detail", "Estimate", "Interval", "Notes"]
     lines += markdown_table(header, statistic_rows(audit)) + [""]
     lines += _transition_lines(audit)
-    lines += _null_lines(audit)
+    if audit.nulls:
+        lines += _null_lines(audit)
     lines += _screen_lines(audit)
-    lines += _sensitivity_lines(audit)
+    if audit.sensitivity:
+        lines += _sensitivity_lines(audit)
     lines += _reader_lines(audit)
     return lines + rank_lines(audit)
 
@@ -221,29 +223,27 @@ def _transition_lines(audit: PanelAudit) -> list[str]:
 
 
 def _null_lines(audit: PanelAudit) -> list[str]:
-    lines: list[str] = []
-    if audit.nulls:
-        lines += ["**Nulls** (share of null draws the observed value exceeds)", ""]
-        lines += markdown_table(
+    ends = percentile_label(audit.settings["level"])
+    return titled_table(
+        "**Nulls** (share of null draws the observed value exceeds)",
+        [
+            "Null",
+            f"Excess flips: null median {ends}",
+            "Observed exceeds",
+            f"Both-half: null median {ends}",
+            "Observed exceeds",
+        ],
+        [
             [
-                "Null",
-                "Excess flips: null median [2.5, 97.5]",
-                "Observed exceeds",
-                "Both-half: null median [2.5, 97.5]",
-                "Observed exceeds",
-            ],
-            [
-                [
-                    n.kind,
-                    f"{pp(n.null_excess_median)} {span(n.null_excess_interval)}",
-                    pct(n.excess_exceeds_share),
-                    f"{pp(n.null_both_half_median)} {span(n.null_both_half_interval)}",
-                    pct(n.both_half_exceeds_share),
-                ]
-                for n in audit.nulls
-            ],
-        ) + [""]
-    return lines
+                n.kind,
+                f"{pp(n.null_excess_median)} {span(n.null_excess_interval)}",
+                pct(n.excess_exceeds_share),
+                f"{pp(n.null_both_half_median)} {span(n.null_both_half_interval)}",
+                pct(n.both_half_exceeds_share),
+            ]
+            for n in audit.nulls
+        ],
+    )
 
 
 def _screen_lines(audit: PanelAudit) -> list[str]:
@@ -261,22 +261,19 @@ def _screen_lines(audit: PanelAudit) -> list[str]:
 
 
 def _sensitivity_lines(audit: PanelAudit) -> list[str]:
-    lines: list[str] = []
-    if audit.sensitivity:
-        lines += ["**Excess-flip sensitivity**", ""]
-        lines += markdown_table(
-            ["Variant", "Median excess", "Split spread", "Splits"],
-            [
-                [k, pp(v.median_excess), span(v.excess_interval), v.splits_used]
-                for k, v in audit.sensitivity.items()
-            ],
-        ) + [""]
-    return lines
+    return titled_table(
+        "**Excess-flip sensitivity**",
+        ["Variant", "Median excess", "Split spread", "Splits"],
+        [
+            [k, pp(v.median_excess), span(v.excess_interval), v.splits_used]
+            for k, v in audit.sensitivity.items()
+        ],
+    )
 
 
 def _reader_lines(audit: PanelAudit) -> list[str]:
-    lines = ["**Readers**", ""]
-    lines += markdown_table(
+    return titled_table(
+        "**Readers**",
         ["Reader", "Family", "Raw", "Compressed", "Gain"],
         [
             [
@@ -288,8 +285,7 @@ def _reader_lines(audit: PanelAudit) -> list[str]:
             ]
             for x in audit.readers
         ],
-    ) + [""]
-    return lines
+    )
 
 
 def rank_lines(audit: PanelAudit) -> list[str]:

@@ -20,8 +20,7 @@ completion) or ``none``. The cross-fit version lives in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,14 +44,13 @@ class ResolutionCost(ResultMixin):
     token_cost_iqr: Interval
     gap: float
     token_counts: str = "none"  # which tokens the token ratios are made of
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
-        counts = {
-            "eligible_pairs": self.eligible_pairs,
-            "excluded_nonpositive_retention": self.excluded_nonpositive_retention,
-            "excluded_zero_raw_variance": self.excluded_zero_raw_variance,
-        }
+        counts = self.pick(
+            "eligible_pairs",
+            "excluded_nonpositive_retention",
+            "excluded_zero_raw_variance",
+        )
         return [
             StatRow(
                 "resolution_n_ratio",
@@ -68,8 +66,7 @@ class ResolutionCost(ResultMixin):
                 {
                     **counts,
                     "interval": "interquartile range",
-                    "median_token_ratio": self.median_token_ratio,
-                    "token_counts": self.token_counts,
+                    **self.pick("median_token_ratio", "token_counts"),
                 },
                 self.reasons.get("median_token_cost_ratio"),
             ),

@@ -23,11 +23,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from analysis.results import (
-    median_or_nan,
-    percentile_interval,
+from analysis.splits import (
+    SplitBatch,
+    SplitDistribution,
+    distribution_fields,
+    row_median,
 )
-from analysis.splits import SplitBatch, SplitDistribution, row_median
 
 
 class CrossFitSplits(NamedTuple):
@@ -72,27 +73,19 @@ class CrossFitResolution(SplitDistribution):
     excluded_zero_raw_variance: int = field(kw_only=True)
 
     def extra_counts(self) -> dict[str, Any]:
-        return {
-            "eligible_pair_splits": self.eligible_pair_splits,
-            "excluded_zero_raw_difference": self.excluded_zero_raw_difference,
-            "excluded_nonpositive_retention": self.excluded_nonpositive_retention,
-            "excluded_zero_raw_variance": self.excluded_zero_raw_variance,
-        }
+        return self.pick(
+            "eligible_pair_splits", "excluded_zero_raw_difference",
+            "excluded_nonpositive_retention", "excluded_zero_raw_variance",
+        )  # fmt: skip
 
 
 def crossfit_resolution(splits: CrossFitSplits, level: float) -> CrossFitResolution:
-    values = splits.median
-    finite = np.isfinite(values)
     why = "no split has an S-eligible pair with positive T retention and raw variance"
     return CrossFitResolution(
         name="crossfit_resolution_n_ratio",
-        median=median_or_nan(values),
-        interval=percentile_interval(values, level),
-        splits_used=int(finite.sum()),
-        splits_omitted=int((~finite).sum()),
+        **distribution_fields(splits.median, level, why),
         eligible_pair_splits=int(splits.eligible.sum()),
         excluded_zero_raw_difference=int(splits.zero_raw_difference.sum()),
         excluded_nonpositive_retention=int(splits.nonpositive_retention.sum()),
         excluded_zero_raw_variance=int(splits.zero_raw_variance.sum()),
-        reasons={} if finite.any() else {"median": why, "interval": why},
     )

@@ -50,12 +50,14 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+#: ``field(metadata=NOT_JSON_META)``: a value on a result that ``to_dict()`` leaves out.
+NOT_JSON_META = {"json": False}
 #: ``field(**NOT_JSON)`` keeps an array on a result for figures but out of JSON.
 NOT_JSON = {
     "default": None,
     "repr": False,
     "compare": False,
-    "metadata": {"json": False},
+    "metadata": NOT_JSON_META,
 }
 
 
@@ -94,10 +96,16 @@ class StatRow:
     p_value: float = float("nan")
 
 
+@dataclass(frozen=True)
 class ResultMixin:
-    """``to_dict()`` for frozen result dataclasses with a ``reasons`` field."""
+    """The base of every frozen result dataclass: its ``reasons`` and ``to_dict()``.
 
-    reasons: Mapping[str, str]
+    ``reasons`` names why each undefined field is undefined (field name ->
+    sentence). It is keyword-only, so a subclass declares its own fields in
+    order, with or without defaults, and never restates it.
+    """
+
+    reasons: Mapping[str, str] = field(default_factory=dict, kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -117,6 +125,10 @@ class ResultMixin:
     def stat_rows(self) -> list[StatRow]:  # pragma: no cover - overridden
         return []
 
+    def pick(self, *names: str) -> dict[str, Any]:
+        """``{name: self.name}`` for ``names``, in order (a stat row's ``counts``)."""
+        return {name: getattr(self, name) for name in names}
+
 
 def percentile_interval(values: np.ndarray, level: float) -> Interval:
     """Percentile interval (numpy ``linear``), undefined for no values.
@@ -129,13 +141,21 @@ def percentile_interval(values: np.ndarray, level: float) -> Interval:
     values = values[np.isfinite(values)]
     if values.size == 0:
         return Interval.undefined()
-    if level == 0.95:
-        quantiles = [2.5, 97.5]  # written out: 100 * 0.975 is not exactly 97.5
-    else:
-        alpha = 50.0 * (1.0 - level)
-        quantiles = [alpha, 100.0 - alpha]
-    low, high = np.percentile(values, quantiles)
+    low, high = np.percentile(values, list(percentiles(level)))
     return Interval(float(low), float(high))
+
+
+def percentiles(level: float) -> tuple[float, float]:
+    """The ends of a two-sided ``level`` interval as percentiles: ``(2.5, 97.5)`` for 0.95."""
+    if level == 0.95:  # written out: 100 * 0.975 is not exactly 97.5
+        return 2.5, 97.5
+    alpha = 50.0 * (1.0 - level)
+    return alpha, 100.0 - alpha
+
+
+def nan_if_none(value: float | None) -> float:
+    """A stat row's number from an optional one (a p-value not computed is NaN)."""
+    return float("nan") if value is None else float(value)
 
 
 def median_or_nan(values: np.ndarray) -> float:

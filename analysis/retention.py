@@ -10,28 +10,21 @@ defined only when ``d_raw >= gap``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from analysis.bootstrap import (
     SeedLike,
-    counts_from_indices,
-    family_counts,
+    family_codes,  # noqa: F401 - re-exported (its old home)
     generator,
-    row_indices,
-    single_blas,
+    reader_counts,
+    recorded_seed,
+    row_count_batches,
 )
 from analysis.gap_rule import meets_gap
 from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
-from analysis.settings import DEFAULTS
-
-DEFAULT_GAP = DEFAULTS.gap
-DEFAULT_SEED = DEFAULTS.seed
-DEFAULT_DRAWS = DEFAULTS.draws
-#: Rows per bootstrap batch: bounds memory at ``batch * n`` floats.
-BATCH = 1000
 
 
 def retention_label(rho: float) -> str:
@@ -60,10 +53,9 @@ class EndpointRetention(ResultMixin):
     retention: float
     label: str
     gap: float
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
-        counts = {"weak": self.weak, "strong": self.strong, "gap": self.gap}
+        counts = self.pick("weak", "strong", "gap")
         return [
             StatRow("endpoint_raw_span", self.raw_span, counts=counts),
             StatRow("endpoint_compressed_span", self.compressed_span, counts=counts),
@@ -130,7 +122,6 @@ class RetentionBootstrap(ResultMixin):
     same_pair_share: float
     seed: int | None
     gap: float
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         return [
@@ -139,22 +130,10 @@ class RetentionBootstrap(ResultMixin):
                 self.estimate,
                 self.interval.low,
                 self.interval.high,
-                counts={
-                    "draws_used": self.draws_used,
-                    "draws_discarded": self.draws_discarded,
-                    "same_pair_share": self.same_pair_share,
-                },
+                counts=self.pick("draws_used", "draws_discarded", "same_pair_share"),
                 reason=self.reasons.get("interval") or self.reasons.get("estimate"),
             )
         ]
-
-
-def family_codes(families: Sequence[str]) -> tuple[np.ndarray, int]:
-    """Integer family code per reader (families sorted by name) and the count F."""
-    labels, codes = np.unique(
-        np.asarray(families, dtype=object).astype(str), return_inverse=True
-    )
-    return codes.astype(np.int64), int(labels.size)
 
 
 def resampled_means(
@@ -178,15 +157,11 @@ def resampled_means(
     if families is None:
         present = np.ones((draws, m), dtype=bool)
     else:
-        codes, n_families = family_codes(families)
-        present = family_counts(rng, n_families, draws)[:, codes] > 0
-    indices = row_indices(rng, n, draws)
+        present = reader_counts(rng, families, draws) > 0
     means = [np.empty((draws, m)) for _ in arrays]
-    with single_blas():
-        for start in range(0, draws, BATCH):
-            weights = counts_from_indices(indices[start : start + BATCH], n)
-            for out, array in zip(means, arrays, strict=True):
-                out[start : start + BATCH] = (weights @ array.T) / n
+    for rows, weights in row_count_batches(rng, n, draws):
+        for out, array in zip(means, arrays, strict=True):
+            out[rows] = (weights @ array.T) / n
     return means, present
 
 
@@ -249,7 +224,7 @@ def retention_bootstrap(
         draws_used=int(keep.sum()),
         draws_discarded=int((~keep).sum()),
         same_pair_share=same,
-        seed=seed if isinstance(seed, int) else None,
+        seed=recorded_seed(seed),
         gap=gap,
         reasons=reasons,
     )

@@ -18,8 +18,8 @@ S-adjacent pair and every eligible pair. A screen-negative split is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -27,7 +27,7 @@ import numpy as np
 from analysis.flips import FlipCounts, PairFlips
 from analysis.gap_rule import meets_gap
 from analysis.results import ResultMixin, StatRow
-from analysis.splits import SplitBatch
+from analysis.splits import SplitBatch, modal_readers
 
 
 class ScreenSplits(NamedTuple):
@@ -146,18 +146,16 @@ class ThreeReaderScreen(ResultMixin):
     modal_triplet_share: float
     retention_threshold: float
     excess_threshold: float
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         counts = {
-            "splits_used": self.splits_used,
-            "screen_expansion_rate": self.screen_expansion_rate,
-            "full_panel_expansion_rate": self.full_panel_expansion_rate,
-            "full_panel_reversals": self.full_panel_reversals,
-            "distinct_triplets": self.distinct_triplets,
+            **self.pick(
+                "splits_used", "screen_expansion_rate", "full_panel_expansion_rate",
+                "full_panel_reversals", "distinct_triplets",
+            ),
             "modal_triplet": list(self.modal_triplet) if self.modal_triplet else None,
             "modal_triplet_share": self.modal_triplet_share,
-        }
+        }  # fmt: skip
         why = self.reasons.get("false_reassurance_rate")
         return [
             StatRow(
@@ -182,17 +180,10 @@ def three_reader_screen(
     retention_threshold: float,
     excess_threshold: float,
 ) -> ThreeReaderScreen:
-    m = len(readers)
     screen, full = splits.screen, splits.full
     full_total = int(splits.full_reversals.sum())
     codes = splits.triplet[splits.triplet >= 0]
-    modal, share, distinct = None, float("nan"), 0
-    if codes.size:
-        values, counts = np.unique(codes, return_counts=True)
-        top = int(values[np.argmax(counts)])
-        modal = (readers[top // (m * m)], readers[(top // m) % m], readers[top % m])
-        share = float(counts.max() / codes.size)
-        distinct = int(values.size)
+    modal, share, distinct = modal_readers(codes, readers, 3)
     reasons = {}
     if not full.any():
         reasons["false_reassurance_given_full_expansion"] = (

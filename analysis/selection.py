@@ -7,10 +7,11 @@ correctness on the same questions. Per question the seeds are averaged first;
 accuracy is the mean over questions. One ``(draws, q)`` multiplicity matrix
 (plain: ``rng.integers(0, q, (draws, q))``; stratified: the same within each
 stratum; clustered: whole clusters drawn C of C) is drawn once from
-``default_rng(seed)`` (default 5768) and shared by every method, so method
-differences against a baseline use the same resampled questions. The
-interval is the 2.5/97.5 percentile of the draw accuracies. The seed range is
-the min and max of the per-seed accuracies: a range, not an interval.
+``default_rng(seed)`` (default :data:`analysis.settings.SELECTION_BOOTSTRAP_SEED`)
+and shared by every method, so method differences against a baseline use the
+same resampled questions. The interval is the ``level`` percentile interval of
+the draw accuracies. The seed range is the min and max of the per-seed
+accuracies: a range, not an interval.
 """
 
 from __future__ import annotations
@@ -26,15 +27,20 @@ from analysis.bootstrap import (
     cluster_counts,
     counts_from_indices,
     generator,
+    recorded_seed,
     row_indices,
     stratified_indices,
 )
-from analysis.results import Interval, ResultMixin, StatRow, percentile_interval
+from analysis.results import (
+    NOT_JSON_META,
+    Interval,
+    ResultMixin,
+    StatRow,
+    nan_if_none,
+    percentile_interval,
+)
+from analysis.settings import SELECTION_BOOTSTRAP_SEED, SELECTION_DRAWS
 
-#: The selection comparison's bootstrap seed (``default_rng``).
-SELECTION_BOOTSTRAP_SEED = 5768
-#: Paired bootstrap draws of the selection comparison (CoRA-Bench App. B).
-SELECTION_DRAWS = 2000
 Resampling = Literal["plain", "stratified", "clustered"]
 
 
@@ -51,7 +57,6 @@ class MethodAccuracy(ResultMixin):
     seed_max: float
     difference: float | None
     difference_interval: Interval | None
-    reasons: Mapping[str, str] = field(default_factory=dict)
     #: paired-bootstrap p of the difference (docs/statistics.md section 11)
     difference_pvalue: float | None = None
 
@@ -65,19 +70,18 @@ class SelectionResult(ResultMixin):
     draws: int
     seed: int | None
     methods: list[MethodAccuracy]
-    reasons: Mapping[str, str] = field(default_factory=dict)
     #: what was compared, e.g. ``selection:<dataset>:<metric>:<reader>``
     label: str = ""
+    #: the intervals' level, for the report (the audit's settings carry it in JSON)
+    level: float = field(
+        kw_only=True, repr=False, compare=False, metadata=NOT_JSON_META
+    )
 
     def stat_rows(self) -> list[StatRow]:
         rows = []
         for item in self.methods:
             counts = {
-                "method": item.method,
-                "questions": item.questions,
-                "seeds": item.seeds,
-                "seed_min": item.seed_min,
-                "seed_max": item.seed_max,
+                **item.pick("method", "questions", "seeds", "seed_min", "seed_max"),
                 "resampling": self.resampling,
             }
             rows.append(
@@ -97,14 +101,10 @@ class SelectionResult(ResultMixin):
                         item.difference_interval.low,
                         item.difference_interval.high,
                         counts,
-                        p_value=_p(item.difference_pvalue),
+                        p_value=nan_if_none(item.difference_pvalue),
                     )
                 )
         return rows
-
-
-def _p(value: float | None) -> float:
-    return float("nan") if value is None else float(value)
 
 
 def bootstrap_pvalue(differences: np.ndarray) -> float:
@@ -213,6 +213,7 @@ def selection_accuracy(
         baseline=baseline,
         resampling=resampling,
         draws=draws,
-        seed=seed if isinstance(seed, int) else None,
+        seed=recorded_seed(seed),
         methods=methods,
+        level=level,
     )

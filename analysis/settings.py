@@ -8,6 +8,11 @@ from typing import Any
 #: Slice fields of a declared pair unless the caller names others.
 DEFAULT_HINT_FIELDS = ("question_type", "difficulty")
 
+#: The context-selection comparison's paired bootstrap (section 11, CoRA-Bench
+#: App. B): its ``default_rng`` seed and its draws.
+SELECTION_BOOTSTRAP_SEED = 5768
+SELECTION_DRAWS = 2000
+
 #: Counts that must be at least 1: zero draws or splits would publish nulls
 #: whose reasons blame the panel instead of the setting.
 COUNTS = ("draws", "splits", "null_draws", "null_splits", "pair_draws")

@@ -23,12 +23,18 @@ and summarised by the same module. ``replay-audit``, ``audit`` and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from analysis.bootstrap import SeedLike, generator, single_blas
+from analysis.bootstrap import (
+    SeedLike,
+    family_codes,
+    generator,
+    recorded_seed,
+    single_blas,
+)
 from analysis.disjoint_rows import DisjointSplits, disjoint_correlation, disjoint_splits
 from analysis.flips import (
     FlipReplay,
@@ -62,7 +68,6 @@ from analysis.screen import (
 )
 from analysis.splits import (
     DEFAULT_BATCH,
-    DEFAULT_SPLITS,
     SplitDistribution,
     SplitPanel,
     batch_size,
@@ -74,7 +79,6 @@ from warehouse.progress import NULL_PROGRESS, Progress
 
 __all__ = [
     "DEFAULT_BATCH",
-    "DEFAULT_SPLITS",
     "CrossFitResolution",
     "FlipReplay",
     "HeldOutEndpoints",
@@ -107,7 +111,6 @@ class SplitAudit(ResultMixin):
     mcnemar: McNemarResolution | None
     crossfit_resolution: CrossFitResolution | None
     screen: ThreeReaderScreen | None
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         rows = (
@@ -164,7 +167,7 @@ def split_audit(
         mcnemar_filter=mcnemar_filter, screen=screen, batch=batch, progress=progress,
     )  # fmt: skip
     m, n = raw.shape
-    seed_value = seed if isinstance(seed, int) else None
+    seed_value = recorded_seed(seed)
     counts = stack(records["flips"])
     disjoint = (
         stack(records["disjoint"])
@@ -254,7 +257,7 @@ def _replay_splits(
 ) -> dict[str, list]:
     """Each kernel's per-split records, batch by batch, over one split sequence."""
     m, n = plan.panel.raw.shape
-    family_codes = np.unique(np.asarray(families, dtype=str), return_inverse=True)[1]
+    codes = family_codes(families)[0]
     lookup = pair_lookup(m)
     records: dict[str, list] = {
         "flips": [], "held": [], "disjoint": [], "mcnemar": [], "crossfit": [], "screen": [],
@@ -280,9 +283,7 @@ def _replay_splits(
                 records["crossfit"].append(crossfit_splits(b, flips.eligible))
             if plan.screen:
                 records["screen"].append(
-                    screen_splits(
-                        b, flips, counts, family_codes, lookup, gap=gap, **screen
-                    )
+                    screen_splits(b, flips, counts, codes, lookup, gap=gap, **screen)
                 )
             progress.advance(b.size)
     progress.finish()

@@ -36,8 +36,8 @@ BLAS summation order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
@@ -52,9 +52,7 @@ from analysis.results import (
     percentile_interval,
 )
 from analysis.scores import is_binary
-from analysis.settings import DEFAULTS
 
-DEFAULT_SPLITS = DEFAULTS.splits
 DEFAULT_BATCH = 1000
 
 #: Working memory one batch may take, roughly: gathered scores (``m x n``
@@ -104,6 +102,24 @@ def batch_size(m: int, n: int, requested: int) -> int:
 def pair_indices(m: int) -> tuple[np.ndarray, np.ndarray]:
     """Upper-triangle reader pairs ``(i, j)``, ``i < j``, row-major."""
     return np.triu_indices(m, 1)
+
+
+def modal_readers(
+    codes: np.ndarray, readers: Sequence[str], size: int
+) -> tuple[tuple[str, ...] | None, float, int]:
+    """The most frequent reader tuple among ``codes``, its share, and how many differ.
+
+    A code is a ``size``-digit base-``m`` number, the first reader's index the
+    most significant digit; a tie goes to the smallest code. ``(None, nan, 0)``
+    for no codes.
+    """
+    if not codes.size:
+        return None, float("nan"), 0
+    m = len(readers)
+    values, counts = np.unique(codes, return_counts=True)
+    top = int(values[np.argmax(counts)])
+    modal = tuple(readers[(top // m**k) % m] for k in reversed(range(size)))
+    return modal, float(counts.max() / codes.size), int(values.size)
 
 
 def pair_lookup(m: int) -> np.ndarray:
@@ -374,13 +390,9 @@ class SplitDistribution(ResultMixin):
     interval: Interval
     splits_used: int
     splits_omitted: int
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
-        counts = {
-            "splits_used": self.splits_used,
-            "splits_omitted": self.splits_omitted,
-        }
+        counts = self.pick("splits_used", "splits_omitted")
         return [
             StatRow(
                 self.name,
@@ -401,13 +413,20 @@ def distribution(
     name: str, values: np.ndarray, level: float, why_empty: str
 ) -> SplitDistribution:
     """Median and percentile interval of the finite per-split values (the rest omitted)."""
+    return SplitDistribution(name=name, **distribution_fields(values, level, why_empty))
+
+
+def distribution_fields(
+    values: np.ndarray, level: float, why_empty: str
+) -> dict[str, Any]:
+    """:class:`SplitDistribution`'s fields but its name, for it and its subclasses."""
     finite = np.isfinite(values)
-    reasons = {} if finite.any() else {"median": why_empty, "interval": why_empty}
-    return SplitDistribution(
-        name=name,
-        median=median_or_nan(values),
-        interval=percentile_interval(values, level),
-        splits_used=int(finite.sum()),
-        splits_omitted=int((~finite).sum()),
-        reasons=reasons,
-    )
+    return {
+        "median": median_or_nan(values),
+        "interval": percentile_interval(values, level),
+        "splits_used": int(finite.sum()),
+        "splits_omitted": int((~finite).sum()),
+        "reasons": {}
+        if finite.any()
+        else dict.fromkeys(("median", "interval"), why_empty),
+    }

@@ -11,7 +11,7 @@ from analysis.multiplicity import declared_pair_lookup, family_block
 from analysis.panel_audit import PanelAudit
 from analysis.results import jsonable
 from analysis.selection import SelectionResult
-from analysis.settings import AuditSettings
+from analysis.settings import DEFAULTS
 from analysis.version import CODE_VERSION
 
 SCHEMA_VERSION = 1
@@ -35,7 +35,7 @@ def summary(
     cell's adjusted values.
     """
     if level is None:
-        level = audits[0].settings["level"] if audits else AuditSettings().level
+        level = audits[0].settings["level"] if audits else DEFAULTS.level
     block = family_block(audits, selections, level=level)
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,

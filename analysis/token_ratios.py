@@ -16,8 +16,7 @@ and the other pair null with the reason, so no number is read as the other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from analysis.panel import PanelArrays
 from analysis.resolution import TOKEN_KINDS, ResolutionCost
@@ -63,7 +62,6 @@ class TokenRatios(ResultMixin):
     total_token_ratio: float
     total_token_cost_ratio: float
     total_token_cost_iqr: Interval
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         counts = {"token_counts": self.token_counts}

@@ -15,7 +15,7 @@ Continuous metrics: mean positive and mean negative change per cell, in pp.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,6 @@ class ChiSquare(ResultMixin):
     dof: int
     readers_tested: int
     corrected: bool
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
 
 def homogeneity(
@@ -56,11 +55,20 @@ def homogeneity(
     nan = float("nan")
     if k < 2:
         why = "fewer than two readers have cells for this rate"
-        return ChiSquare(nan, nan, 0, k, False, {"statistic": why, "pvalue": why})
+        return ChiSquare(
+            nan, nan, 0, k, False, reasons=dict.fromkeys(("statistic", "pvalue"), why)
+        )
     columns = observed.sum(axis=0)
     if np.any(columns == 0):
         why = "every tested cell falls on one side (an expected count is zero)"
-        return ChiSquare(nan, nan, k - 1, k, False, {"statistic": why, "pvalue": why})
+        return ChiSquare(
+            nan,
+            nan,
+            k - 1,
+            k,
+            False,
+            reasons=dict.fromkeys(("statistic", "pvalue"), why),
+        )
     expected = observed.sum(axis=1, keepdims=True) * columns[None, :] / observed.sum()
     dof = k - 1
     diff = observed - expected
@@ -87,7 +95,6 @@ class RescueDamage(ResultMixin):
     rescue_homogeneity: ChiSquare | None
     damage_homogeneity: ChiSquare | None
     counts: Mapping[str, int]
-    reasons: Mapping[str, str] = field(default_factory=dict)
 
     def stat_rows(self) -> list[StatRow]:
         rescue_name = "rescue_share" if self.binary else "mean_positive_change_pp"

@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-import warehouse
-from ragledger.cli.common import batch_options, database_path, error_handler
+from ragledger.cli.common import batch_options, command_connection, error_handler
 from ragledger.cli.console import RichProgress, console, errors, print_fields
 from warehouse.errors import WarehouseError
 
@@ -151,36 +150,33 @@ def replay_command(
     judge = config.judge(judge_id) if judge_id else None
     retry = _retry_policy(max_attempts, rate_limit_retries, backoff)
     seed_values = _seeds(seeds)
-    con = warehouse.connect(database_path(ctx))
-    try:
-        summary = replay(
-            con,
-            dataset_id,
-            reader_specs,
-            _split(evidence),
-            items=_split(items) or None,
-            limit=limit,
-            seeds=seed_values,
-            metrics=_split(metrics),
-            concurrency=concurrency,
-            retry=retry,
-            retry_empty=retry_empty,
-            source=str(config_path) if config_path else "built-in readers",
-            progress=RichProgress(),
-            batch_calls=batch_calls,
-            batch_seconds=batch_seconds,
-        )
-        for message in summary.refused:
-            errors.print(f"[yellow]refused[/] {message}")
-        print_fields(_replay_fields(summary), title=f"replay {dataset_id}")
-        if judge is not None:
-            _judge(
-                con, judge, dataset_id, [spec.reader_id for spec in reader_specs],
-                summary, concurrency=concurrency, retry=retry,
-                batch=(batch_calls, batch_seconds),
-            )  # fmt: skip
-    finally:
-        con.close()
+    con = command_connection(ctx)
+    summary = replay(
+        con,
+        dataset_id,
+        reader_specs,
+        _split(evidence),
+        items=_split(items) or None,
+        limit=limit,
+        seeds=seed_values,
+        metrics=_split(metrics),
+        concurrency=concurrency,
+        retry=retry,
+        retry_empty=retry_empty,
+        source=str(config_path) if config_path else "built-in readers",
+        progress=RichProgress(),
+        batch_calls=batch_calls,
+        batch_seconds=batch_seconds,
+    )
+    for message in summary.refused:
+        errors.print(f"[yellow]refused[/] {message}")
+    print_fields(_replay_fields(summary), title=f"replay {dataset_id}")
+    if judge is not None:
+        _judge(
+            con, judge, dataset_id, [spec.reader_id for spec in reader_specs],
+            summary, concurrency=concurrency, retry=retry,
+            batch=(batch_calls, batch_seconds),
+        )  # fmt: skip
     if summary.failed:
         errors.print(
             f"[yellow]{summary.failed} call(s) failed[/]: stored with status error "

@@ -21,16 +21,20 @@ from ragledger.cli.output import machine_output, write_records
 from warehouse import marts
 from warehouse.errors import WarehouseError
 
-PANEL_COLUMNS = (
-    "panel_id",
-    "panel_name",
-    "panel_kind",
+#: a panel's condition: dataset x metric x raw x compressed policy x budget x seed
+PANEL_KEY = (
     "dataset_id",
     "metric",
     "raw_policy_id",
     "compressed_policy_id",
     "budget_tokens",
     "seed",
+)
+PANEL_COLUMNS = (
+    "panel_id",
+    "panel_name",
+    "panel_kind",
+    *PANEL_KEY,
     "reader_count",
     "family_count",
     "row_count",
@@ -38,15 +42,7 @@ PANEL_COLUMNS = (
     "verdict",
     "verdict_detail",
 )
-PANEL_ORDER = (
-    "dataset_id",
-    "metric",
-    "raw_policy_id",
-    "compressed_policy_id",
-    "budget_tokens",
-    "seed",
-    "panel_name",
-)
+PANEL_ORDER = (*PANEL_KEY, "panel_name")
 
 
 @click.group("panels", invoke_without_command=True)

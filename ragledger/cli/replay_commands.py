@@ -42,6 +42,27 @@ def _replay_fields(summary: Any) -> list[tuple[str, Any]]:
     ]
 
 
+def _retry_options(func: Any) -> Any:
+    """--max-attempts, --rate-limit-retries and --backoff: the calls'
+    :class:`~generation.backends.retry.RetryPolicy`, with its defaults."""
+    from generation.backends.retry import DEFAULT_RETRY as RETRY
+
+    options = (
+        ("--max-attempts", RETRY.max_attempts,
+         "Attempts per call for errors and empty replies."),
+        ("--rate-limit-retries", RETRY.rate_limit_retries,
+         "Extra attempts after HTTP 429, with exponential backoff."),
+        ("--backoff", RETRY.backoff_base_s,
+         "Base backoff in seconds (doubles per retry, capped at "
+         f"{RETRY.backoff_cap_s:g})."),
+    )  # fmt: skip
+    for name, default, help_text in reversed(options):
+        func = click.option(name, default=default, show_default=True, help=help_text)(
+            func
+        )
+    return func
+
+
 @click.command("replay")
 @click.option("--dataset", "dataset_id", required=True, help="Dataset id in raw.items.")
 @click.option(
@@ -84,24 +105,7 @@ def _replay_fields(summary: Any) -> list[tuple[str, Any]]:
     help="Most calls in flight: halved on a 429/503 (and paused for its "
     "Retry-After), raised again by one per window of answered calls (AIMD).",
 )
-@click.option(
-    "--max-attempts",
-    default=3,
-    show_default=True,
-    help="Attempts per call for errors and empty replies.",
-)
-@click.option(
-    "--rate-limit-retries",
-    default=6,
-    show_default=True,
-    help="Extra attempts after HTTP 429, with exponential backoff.",
-)
-@click.option(
-    "--backoff",
-    default=1.0,
-    show_default=True,
-    help="Base backoff in seconds (doubles per retry, capped at 30).",
-)
+@_retry_options
 @click.option(
     "--retry-empty",
     is_flag=True,

@@ -10,7 +10,7 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,7 +115,8 @@ def log_ended(location: Any, running: Any, status: str) -> None:
     A finished job's line goes to ``<lake>/tmp/runs/ended.jsonl``. A failed or
     interrupted one goes to the user's own log (:func:`failed_jobs_log`, with
     the lake it was run on), so a command that fails leaves the warehouse's
-    folder exactly as it was, byte for byte. Never raises; no lake, no line."""
+    folder exactly as it was, byte for byte; that log is kept to its newest
+    lines (:func:`trim_failed_jobs_log`). Never raises; no lake, no line."""
     if not location.exists():
         return
     record = {
@@ -132,49 +133,99 @@ def log_ended(location: Any, running: Any, status: str) -> None:
     }
     if status == "finished":
         _append_line(marker_dir(location.tmp_dir) / ENDED_LOG, record)
-    else:
-        record["lake"] = _lake_key(location.tmp_dir)
-        _append_line(failed_jobs_log(), record)
+        return
+    record["lake"] = _lake_key(location.tmp_dir)
+    path = failed_jobs_log()
+    size = _append_line(path, record)
+    if size is not None and size > FAILED_LOG_MAX_BYTES:
+        with suppress(OSError):
+            trim_failed_jobs_log(path)
 
 
-def _append_line(path: Path, record: Mapping[str, Any]) -> None:
+#: The user's failed-jobs log is cut back to its newest lines once it grows
+#: past this size, keeping at most half of it (so a trim is rare: a few
+#: hundred failures apart).
+FAILED_LOG_MAX_BYTES = 256 * 1024
+
+
+def _append_line(path: Path, record: Mapping[str, Any]) -> int | None:
+    """Append ``record`` as one line to the log at ``path``, holding the log's
+    lock (:func:`_rewrite_log` takes it too); returns the log's size after the
+    append (None when it could not be written: a read-only folder, a full
+    disk)."""
     line = (json.dumps(record) + "\n").encode("utf-8")
     with suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         while True:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)  # held against trim_ended_log
+                fcntl.flock(fd, fcntl.LOCK_EX)
                 if os.fstat(fd).st_ino == os.stat(path).st_ino:
                     os.write(fd, line)  # one write of one line
-                    return
+                    return os.fstat(fd).st_size
             finally:
                 os.close(fd)  # the log was replaced meanwhile: append to the new one
+    return None
+
+
+def _rewrite_log(path: Path, keep: Callable[[list[str]], list[str]]) -> int:
+    """Replace the log at ``path`` by the lines ``keep`` picks from its lines;
+    returns how many went. It holds the log's lock, so an append waits and is
+    never lost, and replaces the log by rename, so a kill leaves the old log or
+    the new one. The one trimming rule of both job logs."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return 0
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                current = os.stat(path).st_ino
+            except FileNotFoundError:
+                return 0
+            if os.fstat(fd).st_ino != current:
+                continue  # another trim replaced it meanwhile: trim the new one
+            with os.fdopen(os.dup(fd), encoding="utf-8", errors="replace") as log:
+                lines = log.readlines()
+            kept = keep(lines)
+            if len(kept) == len(lines):
+                return 0
+            partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+            partial.write_text("".join(kept), encoding="utf-8")
+            os.replace(partial, path)
+            return len(lines) - len(kept)
+        finally:
+            os.close(fd)
 
 
 def trim_ended_log(tmp_dir: Path, keep_days: float) -> int:
     """Drop the lines of the lake's ended-jobs log that ended more than
-    ``keep_days`` days ago (``ragledger maintain``); returns how many. The
-    trimmed log replaces the old one by rename, holding the log's lock, so an
-    append is never lost and a kill leaves the old log or the new one."""
-    path = marker_dir(tmp_dir) / ENDED_LOG
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return 0
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        lines = os.fdopen(os.dup(fd), encoding="utf-8", errors="replace").readlines()
-        cutoff = datetime.now(UTC).timestamp() - keep_days * 86400
-        kept = [line for line in lines if _ended_after(line, cutoff)]
-        if len(kept) == len(lines):
-            return 0
-        partial = path.with_name(f".{ENDED_LOG}.{os.getpid()}.partial")
-        partial.write_text("".join(kept), encoding="utf-8")
-        os.replace(partial, path)
-        return len(lines) - len(kept)
-    finally:
-        os.close(fd)
+    ``keep_days`` days ago (``ragledger maintain``); returns how many
+    (:func:`_rewrite_log`)."""
+    cutoff = datetime.now(UTC).timestamp() - keep_days * 86400
+    return _rewrite_log(
+        marker_dir(tmp_dir) / ENDED_LOG,
+        lambda lines: [line for line in lines if _ended_after(line, cutoff)],
+    )
+
+
+def trim_failed_jobs_log(path: Path | None = None) -> int:
+    """Cut the user's failed-jobs log (default :func:`failed_jobs_log`) to its
+    newest lines, at most half of :data:`FAILED_LOG_MAX_BYTES`; returns how
+    many lines went (:func:`_rewrite_log`). Called when an append finds the
+    log over that size."""
+    budget = FAILED_LOG_MAX_BYTES // 2
+
+    def newest(lines: list[str]) -> list[str]:
+        size = 0
+        for start in range(len(lines) - 1, -1, -1):
+            size += len(lines[start].encode("utf-8"))
+            if size > budget:
+                return lines[start + 1 :]
+        return lines
+
+    return _rewrite_log(path or failed_jobs_log(), newest)
 
 
 def _ended_after(line: str, cutoff: float) -> bool:
@@ -189,7 +240,8 @@ def _ended_after(line: str, cutoff: float) -> bool:
 def failed_jobs_log() -> Path:
     """The user's log of failed and interrupted jobs that committed nothing:
     ``$XDG_STATE_HOME/ragledger/failed-jobs.jsonl`` (``~/.local/state`` by
-    default). Outside the warehouse, so a failure changes nothing in it."""
+    default). Outside the warehouse, so a failure changes nothing in it; at
+    most :data:`FAILED_LOG_MAX_BYTES` (the newest lines)."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "ragledger" / "failed-jobs.jsonl"
 

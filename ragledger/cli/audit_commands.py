@@ -20,51 +20,48 @@ from warehouse.errors import WarehouseError
 DEFAULTS = AuditSettings()
 
 
+#: AuditSettings field -> the option that sets it and its help; the default
+#: and the type are the field's own. --pair-draws is the audit's alone.
+SETTING_OPTIONS = {
+    "seed": ("--seed", "Seed of every resampling and split sequence."),
+    "gap": ("--gap", "Minimum raw upgrade (0.05 = 5pp)."),
+    "draws": (
+        "--draws",
+        "Family-by-row draws (retention, errors-in-variables, rank groups).",
+    ),
+    "splits": ("--splits", "Row splits (flips, McNemar, held-out endpoints, screen)."),
+    "null_draws": ("--null-draws", "Draws per null."),
+    "null_splits": ("--null-splits", "Splits per null draw."),
+    "retention_threshold": (
+        "--threshold",
+        "Retention alert threshold (declared pair, screen).",
+    ),
+    "level": (
+        "--level",
+        "Level of every interval, rank group and multiplicity alpha (1 - level).",
+    ),
+    "power": ("--power", "Power of each panel's minimum detectable effect."),
+    "pair_draws": ("--pair-draws", "Row-bootstrap draws for the declared pair."),
+}
+#: the settings options both commands take, in --help order
+SHARED = ("seed", "gap", "draws", "splits", "null_draws", "null_splits")
+SHARED_AFTER_FLAGS = ("retention_threshold", "level", "power")
+
+
+def _setting_option(field: str) -> Callable[[Any], Any]:
+    """The option that sets AuditSettings ``field`` (passed as ``field``)."""
+    option, help_text = SETTING_OPTIONS[field]
+    default = getattr(DEFAULTS, field)
+    return click.option(
+        option, field, type=type(default), default=default, show_default=True,
+        help=help_text,
+    )  # fmt: skip
+
+
 def _counts(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by both commands: counts, seed, gap and thresholds."""
     options = [
-        click.option(
-            "--seed",
-            type=int,
-            default=DEFAULTS.seed,
-            show_default=True,
-            help="Seed of every resampling and split sequence.",
-        ),
-        click.option(
-            "--gap",
-            type=float,
-            default=DEFAULTS.gap,
-            show_default=True,
-            help="Minimum raw upgrade (0.05 = 5pp).",
-        ),
-        click.option(
-            "--draws",
-            type=int,
-            default=DEFAULTS.draws,
-            show_default=True,
-            help="Family-by-row draws (retention, errors-in-variables, rank groups).",
-        ),
-        click.option(
-            "--splits",
-            type=int,
-            default=DEFAULTS.splits,
-            show_default=True,
-            help="Row splits (flips, McNemar, held-out endpoints, screen).",
-        ),
-        click.option(
-            "--null-draws",
-            type=int,
-            default=DEFAULTS.null_draws,
-            show_default=True,
-            help="Draws per null.",
-        ),
-        click.option(
-            "--null-splits",
-            type=int,
-            default=DEFAULTS.null_splits,
-            show_default=True,
-            help="Splits per null draw.",
-        ),
+        *map(_setting_option, SHARED),
         click.option(
             "--no-nulls", is_flag=True, help="Skip the two order-preserving nulls."
         ),
@@ -73,46 +70,26 @@ def _counts(func: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Add gap 0.02/0.10, tie-rule and McNemar-filter replays.",
         ),
-        click.option(
-            "--threshold",
-            type=float,
-            default=DEFAULTS.retention_threshold,
-            show_default=True,
-            help="Retention alert threshold (declared pair, screen).",
-        ),
-        click.option(
-            "--level",
-            type=float,
-            default=DEFAULTS.level,
-            show_default=True,
-            help="Level of every interval, rank group and multiplicity alpha (1 - level).",
-        ),
-        click.option(
-            "--power",
-            type=float,
-            default=DEFAULTS.power,
-            show_default=True,
-            help="Power of each panel's minimum detectable effect.",
-        ),
+        *map(_setting_option, SHARED_AFTER_FLAGS),
     ]
     for option in reversed(options):
         func = option(func)
     return func
 
 
-#: AuditSettings field -> the option a user typed.
-OPTION_NAMES = {
-    "gap": "--gap",
-    "seed": "--seed",
-    "draws": "--draws",
-    "splits": "--splits",
-    "null_draws": "--null-draws",
-    "null_splits": "--null-splits",
-    "retention_threshold": "--threshold",
-    "pair_draws": "--pair-draws",
-    "level": "--level",
-    "power": "--power",
-}
+def _output_options(help_text: str) -> Callable[[Any], Any]:
+    """--output (the audit's folder; ``help_text``) and --force, of both commands."""
+    output = click.option(
+        "--output", "-o", type=click.Path(file_okay=False), help=help_text
+    )
+    force = click.option(
+        "--force",
+        "force_output",
+        is_flag=True,
+        help="Write the audit into an --output folder that holds other files (they "
+        "are never deleted or replaced).",
+    )
+    return lambda func: output(force(func))
 
 
 def _settings(values: dict[str, Any]):  # noqa: ANN202
@@ -120,22 +97,13 @@ def _settings(values: dict[str, Any]):  # noqa: ANN202
 
     try:
         return AuditSettings(
-            gap=values["gap"],
-            seed=values["seed"],
-            draws=values["draws"],
-            splits=values["splits"],
-            null_draws=values["null_draws"],
-            null_splits=values["null_splits"],
+            **{field: values[field] for field in SETTING_OPTIONS if field in values},
             nulls=not values["no_nulls"],
             sensitivity=values["sensitivity"],
-            retention_threshold=values["threshold"],
-            pair_draws=values.get("pair_draws", DEFAULTS.pair_draws),
-            level=values.get("level", DEFAULTS.level),
-            power=values.get("power", DEFAULTS.power),
         )
     except InvalidSetting as error:
-        option = OPTION_NAMES.get(error.name, "--" + error.name.replace("_", "-"))
-        raise WarehouseError(f"{option} {error.problem}") from None
+        option = SETTING_OPTIONS.get(error.name, ("--" + error.name.replace("_", "-"),))
+        raise WarehouseError(f"{option[0]} {error.problem}") from None
 
 
 def _fmt(value: Any, suffix: str = "pp") -> str:
@@ -267,13 +235,7 @@ def _print_messages(run: Any) -> None:  # noqa: ANN401
     multiple=True,
     help="Slice field for declared pairs (repeatable; default question_type, difficulty).",
 )
-@click.option(
-    "--pair-draws",
-    type=int,
-    default=DEFAULTS.pair_draws,
-    show_default=True,
-    help="Row-bootstrap draws for the declared pair.",
-)
+@_setting_option("pair_draws")
 @click.option(
     "--baseline",
     help="Context selection: the method (policy@budget) differences are taken against (default: the raw policy).",
@@ -293,19 +255,7 @@ def _print_messages(run: Any) -> None:  # noqa: ANN401
     show_default=True,
     help="Context selection bootstrap seed.",
 )
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(file_okay=False),
-    help="Folder for summary.json, REPORT.md and report.html.",
-)
-@click.option(
-    "--force",
-    "force_output",
-    is_flag=True,
-    help="Write the audit into an --output folder that holds other files (they "
-    "are never deleted or replaced).",
-)
+@_output_options("Folder for summary.json, REPORT.md and report.html.")
 @click.option(
     "--no-write",
     is_flag=True,
@@ -436,18 +386,8 @@ def _show_audit(run: Any, output_format: str, snapshot: int, path: Path) -> None
     help="Metric to audit when the file holds several (default: the file's first "
     "metric, i.e. ragscale's configured order; the command says which).",
 )
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(file_okay=False),
-    help="Folder for summary.json, REPORT.md, report.html (default: print the report).",
-)
-@click.option(
-    "--force",
-    "force_output",
-    is_flag=True,
-    help="Write the audit into an --output folder that holds other files (they "
-    "are never deleted or replaced).",
+@_output_options(
+    "Folder for summary.json, REPORT.md, report.html (default: print the report)."
 )
 @_counts
 @error_handler

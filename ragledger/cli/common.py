@@ -99,6 +99,57 @@ def _remember_database(ctx: click.Context, _param: click.Parameter, value: Any) 
     return value
 
 
+_CONNECTION_KEY = "ragledger.connection"
+
+
+def command_connection(
+    ctx: click.Context,
+    *,
+    read_only: bool = False,
+    at: int | None = None,
+    location: Any = None,
+    guarded: bool = False,
+) -> Any:
+    """The command's one connection to the warehouse, opened on first use.
+
+    The warehouse is ``location`` (a :class:`warehouse.lake.Location`), else
+    the command's ``--db`` (:func:`database_path`). ``read_only`` (``at``: a
+    snapshot) opens a reader, else a writer (:func:`warehouse.connect`);
+    ``guarded`` the locked-down reader of ``ragledger sql``
+    (:func:`warehouse.sql_guard.reader_connection`). It is closed in one place,
+    when the command's context closes (before the group publishes the snapshot
+    file). A writer holds no lock while open: the lake's write lock is taken
+    per transaction (:func:`warehouse.transaction`), so other jobs write
+    meanwhile. Asking again returns the same connection; asking for another
+    kind of connection in the same command is a programming error.
+    """
+    target = location if location is not None else database_path(ctx)
+    wanted = (str(target), read_only or guarded, at, guarded)
+    held = ctx.meta.get(_CONNECTION_KEY)
+    if held is not None:
+        if held[0] != wanted:
+            raise RuntimeError(
+                f"one connection per command: {held[0]} is open, {wanted} asked for"
+            )
+        return held[1]
+    if guarded:
+        from warehouse.sql_guard import reader_connection
+
+        con = reader_connection(target, at=at)
+    else:
+        from warehouse import connect
+
+        con = connect(target, read_only=read_only, at=at)
+    ctx.meta[_CONNECTION_KEY] = (wanted, con)
+
+    def close() -> None:
+        ctx.meta.pop(_CONNECTION_KEY, None)
+        con.close()
+
+    ctx.call_on_close(close)
+    return con
+
+
 def database_option() -> click.Option:
     """``--db`` for one command; its value overrides the group's ``--db``."""
     return click.Option(

@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-import warehouse
-from ragledger.cli.common import batch_options, database_path, error_handler
+from ragledger.cli.common import batch_options, command_connection, error_handler
 from ragledger.cli.console import RichProgress, console, errors, print_table
 from warehouse.errors import WarehouseError
 
@@ -156,21 +155,18 @@ def compile_command(
             raise click.UsageError(f"Missing option '{option}' (or use --list).")
     from generation.artifacts import compile_dataset
 
-    con = warehouse.connect(database_path(ctx))
-    try:
-        policy = _policy(con, policy_name, dataset_id, options, policy_version)
-        summary = compile_dataset(
-            con,
-            dataset_id,
-            policy,
-            budget=budget,
-            limit=limit,
-            progress=RichProgress(),
-            batch_items=batch_items,
-            batch_seconds=batch_seconds,
-        )
-    finally:
-        con.close()
+    con = command_connection(ctx)
+    policy = _policy(con, policy_name, dataset_id, options, policy_version)
+    summary = compile_dataset(
+        con,
+        dataset_id,
+        policy,
+        budget=budget,
+        limit=limit,
+        progress=RichProgress(),
+        batch_items=batch_items,
+        batch_seconds=batch_seconds,
+    )
     for refusal in summary.refusals[:10]:
         errors.print(f"[yellow]refused:[/yellow] {refusal}", highlight=False)
     if as_json:

@@ -7,8 +7,7 @@ import textwrap
 
 import click
 
-import warehouse
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import command_connection, database_path, error_handler
 from ragledger.cli.console import console
 from warehouse import lake
 from warehouse.client_recipes import connection_recipes
@@ -26,7 +25,7 @@ def connect_command(ctx: click.Context, as_json: bool) -> None:
     """
     location = lake.resolve(database_path(ctx))
     if not location.exists():
-        warehouse.connect(location, read_only=True)  # names what to run
+        command_connection(ctx, read_only=True)  # fails: names what to run
     recipes = connection_recipes(location)
     if as_json:
         click.echo(json.dumps(recipes, indent=2))

@@ -163,5 +163,4 @@ def _report_problems(problems: tuple[dbt_runner.TestProblem, ...]) -> None:
             click.echo(f"  {problem.message.splitlines()[0]}", err=True)
 
 
-#: dim_panels columns the panels table prints, in the order it sorts them.
 COMMANDS: list[click.Command] = [build]

@@ -7,10 +7,14 @@ import dataclasses
 import click
 
 from ingest.benchmarks import ingest_benchmark, parse_slice
-from ragledger.cli.common import database_path, error_handler, job_fields, marks_job
+from ragledger.cli.common import (
+    command_connection,
+    error_handler,
+    job_fields,
+    marks_job,
+)
 from ragledger.cli.console import RichProgress, console
 from ragledger.cli.output import machine_output, write_records
-from warehouse import connect
 
 
 @click.command("benchmark")
@@ -74,21 +78,17 @@ def benchmark(
     unchanged), the counts, run_id and snapshot (see `ragledger runs`).
     """
     slice_ = parse_slice(slice_first, slice_ids)
-    con = connect(database_path(ctx))
-    try:
-        result = ingest_benchmark(
-            con,
-            name,
-            path,
-            slice_,
-            dataset_id=dataset_id,
-            replace=replace,
-            progress=RichProgress(),
-            document_manifest=document_manifest,
-            haystack_dir=haystack_dir,
-        )
-    finally:
-        con.close()
+    result = ingest_benchmark(
+        command_connection(ctx),
+        name,
+        path,
+        slice_,
+        dataset_id=dataset_id,
+        replace=replace,
+        progress=RichProgress(),
+        document_manifest=document_manifest,
+        haystack_dir=haystack_dir,
+    )
     write_records([{**dataclasses.asdict(result), **job_fields()}], output_format)
     if result.status == "unchanged":
         console.print(

@@ -6,9 +6,13 @@ from pathlib import Path
 
 import click
 
-import warehouse
 from ingest.matrix import PUBLISHED_COUNTS, load_matrix
-from ragledger.cli.common import database_path, error_handler, job_fields, marks_job
+from ragledger.cli.common import (
+    command_connection,
+    error_handler,
+    job_fields,
+    marks_job,
+)
 from ragledger.cli.console import RichProgress, console, errors, print_table
 from ragledger.cli.output import machine_output, write_records
 
@@ -44,13 +48,13 @@ def matrix_command(
     row_count, loaded (false: already loaded), replaced, datasets (rows per
     dataset), warnings, run_id and snapshot (see `ragledger runs`).
     """
-    con = warehouse.connect(database_path(ctx))
-    try:
-        result = load_matrix(
-            con, path, release=release, replace=replace, progress=RichProgress()
-        )
-    finally:
-        con.close()
+    result = load_matrix(
+        command_connection(ctx),
+        path,
+        release=release,
+        replace=replace,
+        progress=RichProgress(),
+    )
     for warning in result.warnings:
         errors.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     console.print(result.message, highlight=False)

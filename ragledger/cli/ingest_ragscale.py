@@ -7,10 +7,14 @@ from pathlib import Path
 
 import click
 
-import warehouse
 from ingest.families import load_families
 from ingest.ragscale import load_ragscale
-from ragledger.cli.common import database_path, error_handler, job_fields, marks_job
+from ragledger.cli.common import (
+    command_connection,
+    error_handler,
+    job_fields,
+    marks_job,
+)
 from ragledger.cli.console import RichProgress, console, errors
 from ragledger.cli.output import machine_output, write_records
 
@@ -54,18 +58,14 @@ def ragscale_command(
     record: dataset_id, status (loaded, replaced, unchanged), the counts,
     warnings, run_id and snapshot (see `ragledger runs`).
     """
-    con = warehouse.connect(database_path(ctx))
-    try:
-        result = load_ragscale(
-            con,
-            directory,
-            dataset=dataset_file,
-            scores=scores_file,
-            replace=replace,
-            progress=RichProgress(),
-        )
-    finally:
-        con.close()
+    result = load_ragscale(
+        command_connection(ctx),
+        directory,
+        dataset=dataset_file,
+        scores=scores_file,
+        replace=replace,
+        progress=RichProgress(),
+    )
     for warning in result.warnings:
         errors.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     console.print(result.summary(), highlight=False)
@@ -91,11 +91,7 @@ def families_command(
     --format csv|json prints one record: source, rows, families, file_sha256,
     run_id and snapshot.
     """
-    con = warehouse.connect(database_path(ctx))
-    try:
-        result = load_families(con, csv_file)
-    finally:
-        con.close()
+    result = load_families(command_connection(ctx), csv_file)
     console.print(result.summary(), highlight=False)
     write_records([{**dataclasses.asdict(result), **job_fields()}], output_format)
 

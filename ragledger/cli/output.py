@@ -1,6 +1,6 @@
 """One output convention for commands that print rows or results: ``sql``,
-``runs``, ``panels``, ``audit``, ``build``, ``export parquet`` and every
-``ingest`` subcommand.
+``runs``, ``panels`` (and ``panels define``), ``audit``, ``build``, ``export
+parquet`` and every ``ingest`` subcommand.
 
 ``--format table`` is for people: a rich table when it fits the terminal width,
 else one block per row of ``column: value`` lines (DuckDB's ``.mode line``).

@@ -8,25 +8,33 @@ from typing import Any
 import click
 from rich.markup import escape
 
-import warehouse
 from analysis.panel_definitions import define_panel as store_panel_definition
 from analysis.panel_definitions import read_items_file
-from ragledger.cli.common import database_path, error_handler, marks_job
+from ragledger.cli.common import (
+    command_connection,
+    error_handler,
+    job_fields,
+    marks_job,
+)
 from ragledger.cli.console import console, print_table
 from ragledger.cli.output import machine_output, write_records
 from warehouse import marts
 from warehouse.errors import WarehouseError
 
-PANEL_COLUMNS = (
-    "panel_id",
-    "panel_name",
-    "panel_kind",
+#: a panel's condition: dataset x metric x raw x compressed policy x budget x seed
+PANEL_KEY = (
     "dataset_id",
     "metric",
     "raw_policy_id",
     "compressed_policy_id",
     "budget_tokens",
     "seed",
+)
+PANEL_COLUMNS = (
+    "panel_id",
+    "panel_name",
+    "panel_kind",
+    *PANEL_KEY,
     "reader_count",
     "family_count",
     "row_count",
@@ -34,15 +42,7 @@ PANEL_COLUMNS = (
     "verdict",
     "verdict_detail",
 )
-PANEL_ORDER = (
-    "dataset_id",
-    "metric",
-    "raw_policy_id",
-    "compressed_policy_id",
-    "budget_tokens",
-    "seed",
-    "panel_name",
-)
+PANEL_ORDER = (*PANEL_KEY, "panel_name")
 
 
 @click.group("panels", invoke_without_command=True)
@@ -77,7 +77,7 @@ def panels(
     if ctx.invoked_subcommand is not None:
         return
     panel_rows, excluded_by_panel, details = _read_panels(
-        database_path(ctx), dataset, detail
+        command_connection(ctx, read_only=True), dataset, detail
     )
     if output_format != "table":
         write_records(
@@ -96,29 +96,25 @@ def panels(
 
 
 def _read_panels(
-    db: Path | None, dataset: str | None, detail: bool
+    con: Any, dataset: str | None, detail: bool
 ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]], dict[str, Any]]:
     """dim_panels rows, each panel's excluded readers and (``detail``) members."""
-    con = warehouse.connect(db, read_only=True)
-    try:
-        _require_marts(con)
-        panel_rows = marts.read_rows(
-            con,
-            "marts.dim_panels",
-            PANEL_COLUMNS,
-            where={"dataset_id": dataset},
-            order_by=PANEL_ORDER,
-        )
-        excluded = marts.read_rows(
-            con,
-            "marts.fct_panel_memberships",
-            ("panel_id", "reader_id", "covered_row_count", "row_count"),
-            where={"membership": "excluded"},
-            order_by=("panel_id", "reader_id"),
-        )
-        details = _read_details(con) if detail else {}
-    finally:
-        con.close()
+    _require_marts(con)
+    panel_rows = marts.read_rows(
+        con,
+        "marts.dim_panels",
+        PANEL_COLUMNS,
+        where={"dataset_id": dataset},
+        order_by=PANEL_ORDER,
+    )
+    excluded = marts.read_rows(
+        con,
+        "marts.fct_panel_memberships",
+        ("panel_id", "reader_id", "covered_row_count", "row_count"),
+        where={"membership": "excluded"},
+        order_by=("panel_id", "reader_id"),
+    )
+    details = _read_details(con) if detail else {}
     excluded_by_panel: dict[str, list[dict[str, Any]]] = {}
     for row in excluded:
         excluded_by_panel.setdefault(row["panel_id"], []).append(row)
@@ -186,6 +182,7 @@ def _print_panels(
         "default: the rows all the readers cover."
     ),
 )
+@machine_output
 @click.pass_context
 @error_handler
 @marks_job("panels define")
@@ -195,6 +192,7 @@ def define_panel(
     dataset: str,
     readers: str,
     items_file: Path | None,
+    output_format: str,
 ) -> None:
     """Declare panel NAME: these readers on these rows of DATASET.
 
@@ -203,22 +201,34 @@ def define_panel(
     "<key> [declared NAME]"; a listed reader that does not cover every row is
     excluded from it (with its coverage), never imputed. Defining NAME again
     replaces it. Audit it by name once built.
+
+    --format csv|json prints one record: panel_name, dataset_id, reader_ids,
+    item_count (null: the rows all the readers cover), status (defined,
+    replaced), run_id and snapshot (see `ragledger runs`).
     """
     reader_ids = sorted(
         {reader.strip() for reader in readers.split(",") if reader.strip()}
     )
     item_ids = read_items_file(items_file) if items_file else None
-    con = warehouse.connect(database_path(ctx))
-    try:
-        replaced = store_panel_definition(
-            con, name, dataset_id=dataset, reader_ids=reader_ids, item_ids=item_ids
-        )
-    finally:
-        con.close()
+    replaced = store_panel_definition(
+        command_connection(ctx),
+        name,
+        dataset_id=dataset,
+        reader_ids=reader_ids,
+        item_ids=item_ids,
+    )
     rows = (
         "the rows all of them cover" if item_ids is None else f"{len(item_ids)} items"
     )
     verb = "replaced" if replaced else "defined"
+    write_records(
+        [
+            {"panel_name": name, "dataset_id": dataset, "reader_ids": reader_ids,
+             "item_count": None if item_ids is None else len(item_ids),
+             "status": verb, **job_fields()}
+        ],
+        output_format,
+    )  # fmt: skip
     console.print(
         f"{verb} panel {escape(name)}: {len(reader_ids)} readers of {escape(dataset)} "
         f"on {rows}; run `ragledger build` to build it"

@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-import warehouse
-from ragledger.cli.common import batch_options, database_path, error_handler
+from ragledger.cli.common import batch_options, command_connection, error_handler
 from ragledger.cli.console import RichProgress, console, errors, print_fields
 from warehouse.errors import WarehouseError
 
@@ -41,6 +40,27 @@ def _replay_fields(summary: Any) -> list[tuple[str, Any]]:
         ("lake commits", summary.commits),
         ("seconds", f"{summary.elapsed_s:.1f}"),
     ]
+
+
+def _retry_options(func: Any) -> Any:
+    """--max-attempts, --rate-limit-retries and --backoff: the calls'
+    :class:`~generation.backends.retry.RetryPolicy`, with its defaults."""
+    from generation.backends.retry import DEFAULT_RETRY as RETRY
+
+    options = (
+        ("--max-attempts", RETRY.max_attempts,
+         "Attempts per call for errors and empty replies."),
+        ("--rate-limit-retries", RETRY.rate_limit_retries,
+         "Extra attempts after HTTP 429, with exponential backoff."),
+        ("--backoff", RETRY.backoff_base_s,
+         "Base backoff in seconds (doubles per retry, capped at "
+         f"{RETRY.backoff_cap_s:g})."),
+    )  # fmt: skip
+    for name, default, help_text in reversed(options):
+        func = click.option(name, default=default, show_default=True, help=help_text)(
+            func
+        )
+    return func
 
 
 @click.command("replay")
@@ -85,24 +105,7 @@ def _replay_fields(summary: Any) -> list[tuple[str, Any]]:
     help="Most calls in flight: halved on a 429/503 (and paused for its "
     "Retry-After), raised again by one per window of answered calls (AIMD).",
 )
-@click.option(
-    "--max-attempts",
-    default=3,
-    show_default=True,
-    help="Attempts per call for errors and empty replies.",
-)
-@click.option(
-    "--rate-limit-retries",
-    default=6,
-    show_default=True,
-    help="Extra attempts after HTTP 429, with exponential backoff.",
-)
-@click.option(
-    "--backoff",
-    default=1.0,
-    show_default=True,
-    help="Base backoff in seconds (doubles per retry, capped at 30).",
-)
+@_retry_options
 @click.option(
     "--retry-empty",
     is_flag=True,
@@ -151,36 +154,33 @@ def replay_command(
     judge = config.judge(judge_id) if judge_id else None
     retry = _retry_policy(max_attempts, rate_limit_retries, backoff)
     seed_values = _seeds(seeds)
-    con = warehouse.connect(database_path(ctx))
-    try:
-        summary = replay(
-            con,
-            dataset_id,
-            reader_specs,
-            _split(evidence),
-            items=_split(items) or None,
-            limit=limit,
-            seeds=seed_values,
-            metrics=_split(metrics),
-            concurrency=concurrency,
-            retry=retry,
-            retry_empty=retry_empty,
-            source=str(config_path) if config_path else "built-in readers",
-            progress=RichProgress(),
-            batch_calls=batch_calls,
-            batch_seconds=batch_seconds,
-        )
-        for message in summary.refused:
-            errors.print(f"[yellow]refused[/] {message}")
-        print_fields(_replay_fields(summary), title=f"replay {dataset_id}")
-        if judge is not None:
-            _judge(
-                con, judge, dataset_id, [spec.reader_id for spec in reader_specs],
-                summary, concurrency=concurrency, retry=retry,
-                batch=(batch_calls, batch_seconds),
-            )  # fmt: skip
-    finally:
-        con.close()
+    con = command_connection(ctx)
+    summary = replay(
+        con,
+        dataset_id,
+        reader_specs,
+        _split(evidence),
+        items=_split(items) or None,
+        limit=limit,
+        seeds=seed_values,
+        metrics=_split(metrics),
+        concurrency=concurrency,
+        retry=retry,
+        retry_empty=retry_empty,
+        source=str(config_path) if config_path else "built-in readers",
+        progress=RichProgress(),
+        batch_calls=batch_calls,
+        batch_seconds=batch_seconds,
+    )
+    for message in summary.refused:
+        errors.print(f"[yellow]refused[/] {message}")
+    print_fields(_replay_fields(summary), title=f"replay {dataset_id}")
+    if judge is not None:
+        _judge(
+            con, judge, dataset_id, [spec.reader_id for spec in reader_specs],
+            summary, concurrency=concurrency, retry=retry,
+            batch=(batch_calls, batch_seconds),
+        )  # fmt: skip
     if summary.failed:
         errors.print(
             f"[yellow]{summary.failed} call(s) failed[/]: stored with status error "

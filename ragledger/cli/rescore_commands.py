@@ -6,8 +6,7 @@ import json
 
 import click
 
-import warehouse
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import command_connection, error_handler
 from ragledger.cli.console import print_fields
 
 
@@ -52,18 +51,14 @@ def rescore_command(
     from generation.rescore import rescore
 
     reader_ids = [part.strip() for part in (readers or "").split(",") if part.strip()]
-    con = warehouse.connect(database_path(ctx))
-    try:
-        summary = rescore(
-            con,
-            dataset_id,
-            metric,
-            scorer,
-            reader_ids=reader_ids or None,
-            dry_run=dry_run,
-        )
-    finally:
-        con.close()
+    summary = rescore(
+        command_connection(ctx),
+        dataset_id,
+        metric,
+        scorer,
+        reader_ids=reader_ids or None,
+        dry_run=dry_run,
+    )
     if as_json:
         click.echo(
             json.dumps({**summary.to_dict(), "dry_run": dry_run}, sort_keys=True)

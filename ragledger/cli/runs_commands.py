@@ -9,8 +9,7 @@ from typing import Any
 
 import click
 
-import warehouse
-from ragledger.cli.common import database_path, error_handler
+from ragledger.cli.common import command_connection, database_path, error_handler
 from ragledger.cli.console import console, errors
 from ragledger.cli.output import format_option, write_json, write_rows, write_table
 from warehouse import lake
@@ -218,14 +217,11 @@ def runs_command(
             )
         output_format = "json"
     location = lake.resolve(database_path(ctx))
-    con = warehouse.connect(location, read_only=True)
-    try:
-        runs = list_runs(con, limit=limit or None, kind=kind)
-        total = con.execute(
-            "select count(*) from raw.runs where ? is null or kind = ?", [kind, kind]
-        ).fetchone()[0]
-    finally:
-        con.close()
+    con = command_connection(ctx, read_only=True)
+    runs = list_runs(con, limit=limit or None, kind=kind)
+    total = con.execute(
+        "select count(*) from raw.runs where ? is null or kind = ?", [kind, kind]
+    ).fetchone()[0]
     marked = marked_runs(location.tmp_dir, kind)
     runs, marked = _merge_marked(runs, marked)
     total += len(marked)

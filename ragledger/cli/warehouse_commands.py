@@ -9,6 +9,7 @@ import click
 
 import warehouse
 from ragledger.cli.common import (
+    command_connection,
     command_line,
     database_path,
     error_handler,
@@ -28,7 +29,7 @@ from warehouse import lake, maintenance
 from warehouse.exports import export_parquet
 from warehouse.runs import job
 from warehouse.schema import schema_version
-from warehouse.sql_guard import reader_connection, run_query
+from warehouse.sql_guard import run_query
 
 #: Rows ``sql --format table`` prints unless --limit says otherwise.
 TABLE_ROWS = 200
@@ -43,12 +44,9 @@ def init_command(ctx: click.Context) -> None:
     location = lake.resolve(database_path(ctx))
     from ingest.families import load_families  # pyarrow: only init pays for it
 
-    con = warehouse.connect(location)
-    try:
-        families = load_families(con)
-        version = schema_version(con)
-    finally:
-        con.close()
+    con = command_connection(ctx)
+    families = load_families(con)
+    version = schema_version(con)
     console.print(
         f"warehouse {location.root} (snapshot file {location.snapshot_file}): "
         f"schema version {version}; {families.summary()}"
@@ -91,16 +89,13 @@ def sql_command(
     """
     if limit is None:
         limit = TABLE_ROWS if output_format == "table" else 0
-    con = reader_connection(database_path(ctx), at=snapshot)
-    try:
-        columns, cursor = run_query(con, query)
-        if not columns:
-            console.print("ok")
-            return
-        write_rows(columns, fetch_rows(cursor, limit or None), output_format)
-        cut = count_rest(cursor) if limit else 0
-    finally:
-        con.close()
+    con = command_connection(ctx, at=snapshot, guarded=True)
+    columns, cursor = run_query(con, query)
+    if not columns:
+        console.print("ok")
+        return
+    write_rows(columns, fetch_rows(cursor, limit or None), output_format)
+    cut = count_rest(cursor) if limit else 0
     if cut:
         click.echo(
             f"({cut} more row(s) not shown: first {limit} only; --limit 0 shows all)",
@@ -207,11 +202,8 @@ def maintain_command(ctx: click.Context, keep_days: str) -> None:
 
     running = current_job()
     if running is not None:  # DuckLake's own commits: `runs` shows where they led
-        con = warehouse.connect(database_path(ctx), read_only=True)
-        try:
-            running.snapshot = warehouse.current_snapshot(con)
-        finally:
-            con.close()
+        con = command_connection(ctx, read_only=True)  # opened after maintain ends
+        running.snapshot = warehouse.current_snapshot(con)
     for key, value in report.items():
         console.print(f"{key}: {value}")
 
@@ -233,11 +225,8 @@ def migrate_command(ctx: click.Context, old: Path) -> None:
     with job(made, "migrate", command_line(), in_commits=False) as running:
         report = maintenance.migrate_single_file(old, target)
         running.rows = sum(rows for _, rows, _ in report)
-        con = warehouse.connect(made, read_only=True)
-        try:
-            running.snapshot = warehouse.current_snapshot(con)
-        finally:
-            con.close()
+        con = command_connection(ctx, read_only=True, location=made)
+        running.snapshot = warehouse.current_snapshot(con)
     print_table(
         ["table", "rows", "content sha256"],
         [(name, rows, digest[:16]) for name, rows, digest in report],

@@ -8,17 +8,12 @@ from typing import Any
 
 import click
 
-from analysis.selection import SELECTION_BOOTSTRAP_SEED
-from analysis.settings import AuditSettings
+from analysis.settings import DEFAULTS, SELECTION_BOOTSTRAP_SEED, AuditSettings
 from ragledger.cli.common import database_path, error_handler, job_fields, marks_job
 from ragledger.cli.console import RichProgress, console, errors, print_table
 from ragledger.cli.output import machine_output, write_records
 from warehouse.connections import default_database_path
 from warehouse.errors import WarehouseError
-
-#: The audit defaults, read from their one source (analysis/settings.py).
-DEFAULTS = AuditSettings()
-
 
 #: AuditSettings field -> the option that sets it and its help; the default
 #: and the type are the field's own. --pair-draws is the audit's alone.

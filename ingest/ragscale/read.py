@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingest.file_checks import repeated
 from ingest.ragscale.files import (
     RagscaleFiles,
     dataset_settings,
@@ -171,7 +172,7 @@ class _ScoreRows:
         key = (item_id, reader, metric)
         if key in self.seen:
             raise self._error(
-                f"duplicate example_id, reader and metric (first at line {self.seen[key]})",
+                repeated("example_id, reader and metric", self.seen[key]),
                 line,
                 "metric",
                 record=item_id,

@@ -42,6 +42,9 @@ from warehouse.progress import NULL_PROGRESS, Progress
 
 NAME = "babilong"
 LOADER_VERSION = "babilong/1"
+#: The question and target fields of each layout.
+_PUBLISHED = ("question", "target")
+_FOLDER = ("query", "answer")
 
 
 def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
@@ -81,17 +84,8 @@ def _published_item(
 ) -> Item:
     text = record.text("input", allow_empty=True)
     facts = record.get("support_facts", list, default=[])
-    return _item(
-        record,
-        item_id,
-        question=record.text("question"),
-        target=record.text("target"),
-        text=text,
-        facts=facts,
-        task=task,
-        metadata={"task": task, "length": length},
-        file=file,
-    )
+    metadata = {"task": task, "length": length}
+    return _item(record, item_id, _PUBLISHED, text, facts, task, metadata, file)
 
 
 def _load_folder(folder: Path, slice_: Slice, progress: Progress):
@@ -136,22 +130,23 @@ def _folder_item(record: Record, item_id: str, folder: Path, side: list) -> Item
         )
         if key in record.data
     }
-    return _item(
-        record,
-        item_id,
-        question=record.text("query"),
-        target=record.text("answer"),
-        text=text,
-        facts=facts,
-        task=record.data.get("task"),
-        metadata=metadata,
-        file=str(evidence),
-    )
+    task = record.data.get("task")
+    return _item(record, item_id, _FOLDER, text, facts, task, metadata, str(evidence))
 
 
 def _item(
-    record: Record, item_id: str, *, question, target, text, facts, task, metadata, file
+    record: Record,
+    item_id: str,
+    fields: tuple[str, str],
+    text: str,
+    facts: list,
+    task: str | None,
+    metadata: dict,
+    file: str,
 ) -> Item:
+    """The item of one record: its question and target from the layout's ``fields``,
+    one passage (the whole text), each supporting fact as a span."""
+    question, target = record.text(fields[0]), record.text(fields[1])
     passages = (Passage(text, title=None, passage_id=item_id),)
     spans = []
     for index, fact in enumerate(facts):

@@ -217,24 +217,13 @@ def score_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def score_cell(value: Any, *, path: Path, line: int, column: str, record: str) -> float:
+    at = _Line(path, line, record)
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise InputError(
-            f"score {value!r} is not a number",
-            file=str(path),
-            line=line,
-            column=column,
-            record=record,
-        ) from None
+        raise at.error(f"score {value!r} is not a number", column) from None
     if not math.isfinite(number) or not 0.0 <= number <= 1.0:
-        raise InputError(
-            f"score {value!r} is not a finite number in [0, 1]",
-            file=str(path),
-            line=line,
-            column=column,
-            record=record,
-        )
+        raise at.error(f"score {value!r} is not a finite number in [0, 1]", column)
     return number
 
 

@@ -468,3 +468,10 @@ def pool_id(passages: Sequence[Passage]) -> str:
 def titled(title: str, text: str) -> str:
     """``"[Title] text"``: the passage form the ragscale HotpotQA pools use."""
     return f"[{title}] {text}"
+
+
+def passage_title(text: str) -> str | None:
+    """The title of a :func:`titled` passage (``"[Title] text"``), else None."""
+    if text.startswith("[") and "] " in text:
+        return text[1 : text.index("] ")]
+    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingest.benchmarks.base import passage_title
 from ingest.file_checks import repeated
 from ingest.ragscale.files import (
     RagscaleFiles,
@@ -25,7 +26,6 @@ from ingest.ragscale.records import (
     optional_float,
     optional_int,
     optional_str,
-    passage_title,
     read_dataset,
     read_manifest,
     score_cell,

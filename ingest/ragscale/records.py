@@ -50,12 +50,6 @@ def _passage_text(item: Any) -> str:
     return str(item)
 
 
-def passage_title(text: str) -> str | None:
-    if text.startswith("[") and "] " in text:
-        return text[1 : text.index("] ")]
-    return None
-
-
 @dataclass
 class Item:
     item_id: str

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 
+from ingest.file_checks import repeated, require_columns
 from warehouse import transaction
 from warehouse.bulk import insert_rows
 from warehouse.errors import InputError
@@ -42,14 +43,7 @@ def read_family_csv(path: str | Path) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     seen: dict[str, int] = {}
     table = read_csv(path)
-    missing = [name for name in COLUMNS if name not in table.header]
-    if missing:
-        raise InputError(
-            f"missing column(s) {', '.join(missing)}",
-            file=str(path),
-            line=1,
-            column=missing[0],
-        )
+    require_columns(table, COLUMNS)
     for line, row in zip(table.lines, table.records, strict=True):
         model = row["reader_model"].strip()
         family = row["family"].strip()
@@ -60,7 +54,7 @@ def read_family_csv(path: str | Path) -> list[tuple[str, str]]:
                 )
         if model in seen:
             raise InputError(
-                f"duplicate reader_model (first at line {seen[model]})",
+                repeated("reader_model", seen[model]),
                 file=str(path),
                 line=line,
                 column="reader_model",

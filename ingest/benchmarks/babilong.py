@@ -28,12 +28,10 @@ from pathlib import Path
 
 from ingest.benchmarks.base import (
     Item,
+    LoaderRun,
     Passage,
     Record,
     Slice,
-    answers,
-    build_load,
-    check_unique,
     make_span,
     read_json,
     read_jsonl,
@@ -44,6 +42,9 @@ from warehouse.progress import NULL_PROGRESS, Progress
 
 NAME = "babilong"
 LOADER_VERSION = "babilong/1"
+#: The question and target fields of each layout.
+_PUBLISHED = ("question", "target")
+_FOLDER = ("query", "answer")
 
 
 def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
@@ -67,103 +68,85 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
         (record, str(record.data.get("id", f"{task}_{length}_{record.index:03d}")))
         for record in rows
     ]
-    check_unique(keyed, "id")
-    chosen = slice_.select(keyed, lambda pair: pair[1], file=str(path))
-    progress.start(len(chosen), NAME)
-    items = []
-    for record, item_id in chosen:
-        record.named(item_id)
-        text = record.text("input", allow_empty=True)
-        facts = record.get("support_facts", list, default=[])
-        items.append(
-            _item(
-                record,
-                item_id,
-                question=record.text("question"),
-                target=record.text("target"),
-                text=text,
-                facts=facts,
-                task=task,
-                metadata={"task": task, "length": length},
-                file=str(path),
-            )
-        )
-        progress.advance(1)
-    progress.finish()
-    return build_load(
-        NAME,
-        path,
-        slice_,
-        items,
-        record_count=len(rows),
-        loader_version=LOADER_VERSION,
+    return LoaderRun(NAME, LOADER_VERSION, path, slice_, progress).load_keyed(
+        keyed,
+        "id",
+        lambda record, item_id: _published_item(
+            record, item_id, task, length, str(path)
+        ),
         version=f"{task}/{length}",
         description=f"BABILong {task} {length}",
     )
+
+
+def _published_item(
+    record: Record, item_id: str, task: str, length: str, file: str
+) -> Item:
+    text = record.text("input", allow_empty=True)
+    facts = record.get("support_facts", list, default=[])
+    metadata = {"task": task, "length": length}
+    return _item(record, item_id, _PUBLISHED, text, facts, task, metadata, file)
 
 
 def _load_folder(folder: Path, slice_: Slice, progress: Progress):
     path = folder / "input.jsonl"
     rows = records(read_jsonl(path), path)
     keyed = [(record, record.text("example_id")) for record in rows]
-    check_unique(keyed, "example_id")
-    chosen = slice_.select(keyed, lambda pair: pair[1], file=str(path))
-    progress.start(len(chosen), NAME)
-    items, side = [], []
-    for record, item_id in chosen:
-        record.named(item_id)
-        context = folder / "ctx" / f"{item_id}.txt"
-        evidence = folder / "evidence" / f"{item_id}.json"
-        try:
-            # bytes -> UTF-8, keeping CR (newline="" would too; this is explicit)
-            text = context.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            record.fail(f"cannot read context {context}: {error}", "example_id")
-        sidecar = read_json(evidence) if evidence.exists() else {}
-        facts = sidecar.get("support_facts", []) if isinstance(sidecar, dict) else []
-        side += [context] + ([evidence] if evidence.exists() else [])
-        metadata = {
-            key: record.data[key]
-            for key in (
-                "task",
-                "n_support",
-                "source_tokens",
-                "source_tokens_gpt2",
-                "babi_sample_index",
-            )
-            if key in record.data
-        }
-        items.append(
-            _item(
-                record,
-                item_id,
-                question=record.text("query"),
-                target=record.text("answer"),
-                text=text,
-                facts=facts,
-                task=record.data.get("task"),
-                metadata=metadata,
-                file=str(evidence),
-            )
-        )
-        progress.advance(1)
-    progress.finish()
-    return build_load(
-        NAME,
-        path,
-        slice_,
+    side: list[Path] = []  # the context and evidence files read, in order
+    run = LoaderRun(NAME, LOADER_VERSION, path, slice_, progress)
+    items = run.items(
+        keyed,
+        "example_id",
+        lambda record, item_id: _folder_item(record, item_id, folder, side),
+    )
+    return run.load(
         items,
         record_count=len(rows),
-        loader_version=LOADER_VERSION,
         version="cora-bench-materialized",
         description="BABILong (materialised CoRA-Bench folder)",
         extra_files=side,
     )
 
 
+def _folder_item(record: Record, item_id: str, folder: Path, side: list) -> Item:
+    context = folder / "ctx" / f"{item_id}.txt"
+    evidence = folder / "evidence" / f"{item_id}.json"
+    try:
+        # bytes -> UTF-8, keeping CR (newline="" would too; this is explicit)
+        text = context.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        record.fail(f"cannot read context {context}: {error}", "example_id")
+    sidecar = read_json(evidence) if evidence.exists() else {}
+    facts = sidecar.get("support_facts", []) if isinstance(sidecar, dict) else []
+    side.extend([context] + ([evidence] if evidence.exists() else []))
+    metadata = {
+        key: record.data[key]
+        for key in (
+            "task",
+            "n_support",
+            "source_tokens",
+            "source_tokens_gpt2",
+            "babi_sample_index",
+        )
+        if key in record.data
+    }
+    task = record.data.get("task")
+    return _item(record, item_id, _FOLDER, text, facts, task, metadata, str(evidence))
+
+
 def _item(
-    record: Record, item_id: str, *, question, target, text, facts, task, metadata, file
+    record: Record,
+    item_id: str,
+    fields: tuple[str, str],
+    text: str,
+    facts: list,
+    task: str | None,
+    metadata: dict,
+    file: str,
 ) -> Item:
+    """The item of one record: its question and target from the layout's ``fields``,
+    one passage (the whole text), each supporting fact as a span."""
+    question, target = record.text(fields[0]), record.text(fields[1])
     passages = (Passage(text, title=None, passage_id=item_id),)
     spans = []
     for index, fact in enumerate(facts):
@@ -196,14 +179,12 @@ def _item(
         )
     if facts:
         metadata = {**metadata, "support_fact_ids": [f.get("fact_id") for f in facts]}
-    return Item(
-        item_id=item_id,
-        question=question,
-        reference_answers=answers(target),
-        native=record.data,
+    return record.item(
+        item_id,
+        question,
+        target,
         passages=passages,
         spans=tuple(spans),
         question_type=task,
         metadata=metadata,
-        source_line=record.line,
     )

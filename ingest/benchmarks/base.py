@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ingest.benchmarks.files import (  # re-exported: the loaders import them here
     read_json,
@@ -35,6 +35,7 @@ from ingest.benchmarks.files import (  # re-exported: the loaders import them he
 )
 from warehouse.errors import InputError
 from warehouse.hashing import sha256_text
+from warehouse.progress import NULL_PROGRESS, Progress
 
 __all__ = [
     "read_json",
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 POOL_SEPARATOR = "\n\n"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,7 @@ class Slice:
         if self.first is not None:
             return f"first-{self.first}"
         if self.ids is not None:
-            return "ids:" + sha256_text("\n".join(self.ids))
+            return "ids:" + self._ids_digest
         return "as-published"
 
     @property
@@ -154,8 +156,12 @@ class Slice:
         if self.first is not None:
             return f"first{self.first}"
         if self.ids is not None:
-            return "ids-" + sha256_text("\n".join(self.ids))[7:15]
+            return "ids-" + self._ids_digest.removeprefix("sha256:")[:8]
         return "all"
+
+    @property
+    def _ids_digest(self) -> str:
+        return sha256_text("\n".join(self.ids or ()))
 
     def select(self, records: Sequence[Any], key: Any, *, file: str) -> list[Any]:
         """Apply the slice to ``records`` (file order); ``key(record)`` gives the id.
@@ -250,6 +256,18 @@ class Record:
             self.fail("is empty", name)
         return value
 
+    def item(self, item_id: str, question: str, gold: Any, **fields: Any) -> Item:
+        """The item this record stores: reference answers ``answers(gold)``, the
+        record itself as the native value, its line as the source line."""
+        return Item(
+            item_id=item_id,
+            question=question,
+            reference_answers=answers(gold),
+            native=self.data,
+            source_line=self.line,
+            **fields,
+        )
+
 
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)
@@ -274,65 +292,95 @@ def check_unique(ids: Sequence[tuple[Record, str]], field_name: str) -> None:
         seen[item_id] = record
 
 
-def build_items(
-    keyed: Sequence[tuple[Record, str]],
-    field_name: str,
-    slice_: Slice,
-    make_item: Any,
-    *,
-    path: Path,
-    name: str,
-    progress: Any,
-) -> list[Any]:
-    """Check ids are unique, apply the slice, and build each chosen item.
+@dataclass(frozen=True)
+class LoaderRun:
+    """One loader's pass over one file: what every loader does the same way.
 
-    ``keyed`` pairs each record with its id (named ``field_name`` in errors);
-    ``make_item(record, item_id)`` builds one item; ``progress`` counts them.
+    A loader states only what is its own: how a record gives its id and its item,
+    and the load's version, policies and description. The run checks that ids are
+    unique, applies the slice, counts progress and stamps the load with the source
+    file's hash and size.
     """
-    check_unique(keyed, field_name)
-    chosen = slice_.select(keyed, lambda pair: pair[1], file=str(path))
-    progress.start(len(chosen), name)
-    items = []
-    for record, item_id in chosen:
-        record.named(item_id)
-        items.append(make_item(record, item_id))
-        progress.advance(1)
-    progress.finish()
-    return items
 
+    benchmark: str
+    loader_version: str
+    path: Path
+    slice_: Slice
+    progress: Progress = NULL_PROGRESS
 
-def load_keyed(
-    benchmark: str,
-    path: Path,
-    slice_: Slice,
-    keyed: Sequence[tuple[Record, str]],
-    field_name: str,
-    make_item: Any,
-    *,
-    loader_version: str,
-    progress: Any,
-    **fields: Any,
-) -> BenchmarkLoad:
-    """A loader's tail: :func:`build_items` over ``keyed`` (one pair per record),
-    then :func:`build_load` counting every record; ``fields`` go to the load."""
-    items = build_items(
-        keyed,
-        field_name,
-        slice_,
-        make_item,
-        path=path,
-        name=benchmark,
-        progress=progress,
-    )
-    return build_load(
-        benchmark,
-        path,
-        slice_,
-        items,
-        record_count=len(keyed),
-        loader_version=loader_version,
-        **fields,
-    )
+    def each(self, chosen: Sequence[T], make_item: Callable[[T], Item]) -> list[Item]:
+        """``make_item`` over the already chosen entries, counting progress."""
+        self.progress.start(len(chosen), self.benchmark)
+        items = []
+        for entry in chosen:
+            items.append(make_item(entry))
+            self.progress.advance(1)
+        self.progress.finish()
+        return items
+
+    def items(
+        self,
+        keyed: Sequence[tuple[Record, str]],
+        field_name: str,
+        make_item: Callable[[Record, str], Item],
+    ) -> list[Item]:
+        """Check the ids are unique, apply the slice, build each chosen item.
+
+        ``keyed`` pairs each record with its id (named ``field_name`` in errors);
+        ``make_item(record, item_id)`` builds one item from the record, named by its
+        id from then on.
+        """
+        check_unique(keyed, field_name)
+        chosen = self.slice_.select(keyed, lambda pair: pair[1], file=str(self.path))
+        return self.each(
+            chosen, lambda pair: make_item(pair[0].named(pair[1]), pair[1])
+        )
+
+    def load_keyed(
+        self,
+        keyed: Sequence[tuple[Record, str]],
+        field_name: str,
+        make_item: Callable[[Record, str], Item],
+        **fields: Any,
+    ) -> BenchmarkLoad:
+        """:meth:`items`, then :meth:`load` counting every keyed record."""
+        items = self.items(keyed, field_name, make_item)
+        return self.load(items, record_count=len(keyed), **fields)
+
+    def load(
+        self,
+        items: Sequence[Item],
+        *,
+        record_count: int,
+        version: str = "as-published",
+        policies: Sequence[RawPolicy] = (),
+        description: str | None = None,
+        extra_files: Sequence[Path] = (),
+    ) -> BenchmarkLoad:
+        """Stamp the items with the source file's sha256 and size."""
+        from warehouse.hashing import sha256_file
+
+        if not items:
+            raise InputError(
+                f"no {self.benchmark} items to load: the file holds {record_count} "
+                "records and none is an item of this benchmark",
+                file=str(self.path),
+            )
+        return BenchmarkLoad(
+            benchmark=self.benchmark,
+            version=version,
+            loader_version=self.loader_version,
+            source_path=self.path,
+            source_sha256=sha256_file(self.path),
+            source_kind=f"benchmark_{self.benchmark}",
+            byte_size=self.path.stat().st_size,
+            record_count=record_count,
+            slice=self.slice_,
+            items=tuple(items),
+            policies=tuple(policies),
+            description=description,
+            extra_files=tuple((extra, sha256_file(extra)) for extra in extra_files),
+        )
 
 
 # ---------------------------------------------------------------- answers and spans
@@ -422,42 +470,8 @@ def titled(title: str, text: str) -> str:
     return f"[{title}] {text}"
 
 
-def build_load(
-    benchmark: str,
-    path: Path,
-    slice_: Slice,
-    items: Sequence[Item],
-    *,
-    record_count: int,
-    loader_version: str,
-    version: str = "as-published",
-    policies: Sequence[RawPolicy] = (),
-    description: str | None = None,
-    extra_files: Sequence[Path] = (),
-    source_path: Path | None = None,
-) -> BenchmarkLoad:
-    """Stamp items with the source file's sha256 and size (``source_path`` if given)."""
-    from warehouse.hashing import sha256_file
-
-    source = source_path or path
-    if not items:
-        raise InputError(
-            f"no {benchmark} items to load: the file holds {record_count} records "
-            "and none is an item of this benchmark",
-            file=str(path),
-        )
-    return BenchmarkLoad(
-        benchmark=benchmark,
-        version=version,
-        loader_version=loader_version,
-        source_path=source,
-        source_sha256=sha256_file(source),
-        source_kind=f"benchmark_{benchmark}",
-        byte_size=source.stat().st_size,
-        record_count=record_count,
-        slice=slice_,
-        items=tuple(items),
-        policies=tuple(policies),
-        description=description,
-        extra_files=tuple((extra, sha256_file(extra)) for extra in extra_files),
-    )
+def passage_title(text: str) -> str | None:
+    """The title of a :func:`titled` passage (``"[Title] text"``), else None."""
+    if text.startswith("[") and "] " in text:
+        return text[1 : text.index("] ")]
+    return None

@@ -29,15 +29,15 @@ from pathlib import Path
 
 from ingest.benchmarks.base import (
     Item,
+    LoaderRun,
     Passage,
     PolicyPool,
     Slice,
     Span,
-    answers,
-    load_keyed,
     make_span,
     read_rows,
     records,
+    titled,
 )
 from ingest.benchmarks.policies import HOTPOTQA_DISTRACTOR_10
 from warehouse.progress import NULL_PROGRESS, Progress
@@ -57,15 +57,10 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
     for record in rows:
         record.data = from_columnar(record.data)
     keyed = [(record, record.text("_id")) for record in rows]
-    return load_keyed(
-        NAME,
-        path,
-        slice_,
+    return LoaderRun(NAME, LOADER_VERSION, path, slice_, progress).load_keyed(
         keyed,
         "_id",
         _item,
-        loader_version=LOADER_VERSION,
-        progress=progress,
         version="distractor",
         policies=(HOTPOTQA_DISTRACTOR_10,),
         description="HotpotQA distractor setting",
@@ -111,7 +106,7 @@ def _item(record, item_id: str) -> Item:
         sentences_by_paragraph.append((entry[0], entry[1]))
     passages = tuple(
         Passage(
-            text=f"[{title}] " + " ".join(sentences),
+            text=titled(title, " ".join(sentences)),
             title=title,
             passage_id=passage_id(position, title),
         )
@@ -142,16 +137,14 @@ def _item(record, item_id: str) -> Item:
     }
     if unresolved:
         metadata["unresolved_supporting_facts"] = unresolved
-    return Item(
-        item_id=item_id,
-        question=question,
-        reference_answers=answers(answer),
-        native=record.data,
+    return record.item(
+        item_id,
+        question,
+        answer,
         passages=passages,
         spans=tuple(spans),
         question_type=record.data.get("type"),
         metadata=metadata,
-        source_line=record.line,
         policy_pools=(
             PolicyPool(
                 HOTPOTQA_DISTRACTOR_10.policy_id,
@@ -168,7 +161,9 @@ def _fact_span(passages, paragraphs, title: str, sentence_index: int) -> Span | 
             continue
         if not 0 <= sentence_index < len(sentences):
             return None
-        start = len(f"[{title}] ") + sum(len(s) + 1 for s in sentences[:sentence_index])
+        start = len(titled(title, "")) + sum(
+            len(s) + 1 for s in sentences[:sentence_index]
+        )
         sentence = sentences[sentence_index]
         stripped = sentence.strip()
         if not stripped:

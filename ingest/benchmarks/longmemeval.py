@@ -32,12 +32,11 @@ from pathlib import Path
 
 from ingest.benchmarks.base import (
     Item,
+    LoaderRun,
     Passage,
     PolicyPool,
     Record,
     Slice,
-    answers,
-    load_keyed,
     make_span,
     read_json_or_jsonl,
     records,
@@ -54,15 +53,10 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
     """Read a LongMemEval JSON file into a :class:`BenchmarkLoad`."""
     rows = records(read_json_or_jsonl(path), path)
     keyed = [(record, record.text("question_id")) for record in rows]
-    return load_keyed(
-        NAME,
-        path,
-        slice_,
+    return LoaderRun(NAME, LOADER_VERSION, path, slice_, progress).load_keyed(
         keyed,
         "question_id",
         _item,
-        loader_version=LOADER_VERSION,
-        progress=progress,
         version=path.stem,
         policies=(LONGMEMEVAL_BM25_TOP20,),
         description="LongMemEval",
@@ -99,11 +93,10 @@ def _item(record: Record, item_id: str) -> Item:
     }
     if abstention:
         metadata["abstention_answer_turns"] = len(turns)
-    return Item(
-        item_id=item_id,
-        question=question,
-        reference_answers=answers(answer),
-        native=record.data,
+    return record.item(
+        item_id,
+        question,
+        answer,
         passages=passages,
         spans=spans,
         question_type=record.data.get("question_type"),
@@ -112,7 +105,6 @@ def _item(record: Record, item_id: str) -> Item:
         question_date=None
         if record.data.get("question_date") is None
         else str(record.data["question_date"]),
-        source_line=record.line,
         policy_pools=(_top_sessions(session_texts, bounds, order),),
     )
 

@@ -55,12 +55,10 @@ from pathlib import Path
 from ingest.benchmarks.base import (
     POOL_SEPARATOR,
     Item,
+    LoaderRun,
     Passage,
     Record,
     Slice,
-    answers,
-    build_items,
-    build_load,
     make_span,
     read_json,
     read_jsonl,
@@ -208,27 +206,20 @@ def load(
     folder = document_folder(path)
     manifest = Manifest.read(Path(document_manifest)) if document_manifest else None
     read_files: dict[Path, Path] = {}  # documents read, in first-read order
-    items = build_items(
+    run = LoaderRun(NAME, LOADER_VERSION, path, slice_, progress)
+    items = run.items(
         keyed,
         "id",
-        slice_,
         lambda record, item_id: _item(
             record, item_id, folder, path, manifest, read_files
         ),
-        path=path,
-        name=NAME,
-        progress=progress,
     )
     side = list(read_files.values())
     if manifest is not None:
         side.append(manifest.path)
-    return build_load(
-        NAME,
-        path,
-        slice_,
+    return run.load(
         items,
         record_count=len(rows),
-        loader_version=LOADER_VERSION,
         version="en-level1",
         description="LOONG English financial, level 1 (Spotlight Locating)",
         extra_files=tuple(side),
@@ -366,11 +357,10 @@ def _item(
         for text, name, file in zip(texts, names, files, strict=True)
     )
     spans = _candidate_spans(context, gold, texts, passages)
-    return Item(
-        item_id=item_id,
-        question=question,
-        reference_answers=answers(gold),
-        native=record.data,
+    return record.item(
+        item_id,
+        question,
+        gold,
         passages=passages,
         spans=tuple(spans),
         question_type=str(record.data.get("type", "financial")),
@@ -384,7 +374,6 @@ def _item(
             "candidate_lines": len(spans),
             "evaluable": bool(spans),
         },
-        source_line=record.line,
     )
 
 

@@ -28,12 +28,11 @@ from pathlib import Path
 
 from ingest.benchmarks.base import (
     Item,
+    LoaderRun,
     Passage,
     PolicyPool,
     Record,
     Slice,
-    answers,
-    load_keyed,
     make_span,
     read_json_or_jsonl,
     records,
@@ -62,15 +61,10 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
         )
     rows = records(read_json_or_jsonl(path), path)
     keyed = [(record, item_id(record)) for record in rows]
-    return load_keyed(
-        NAME,
-        path,
-        slice_,
+    return LoaderRun(NAME, LOADER_VERSION, path, slice_, progress).load_keyed(
         keyed,
         "id",
         _item,
-        loader_version=LOADER_VERSION,
-        progress=progress,
         version="v1.0",
         policies=(MUSIQUE_FIRST8, MUSIQUE_ALL20),
         description="MuSiQue",
@@ -130,11 +124,10 @@ def _item(record, item_id: str) -> Item:
         make_span(passages_t, position, start, start + length, "supporting_paragraph")
         for position, start, length in supporting
     )
-    return Item(
-        item_id=item_id,
-        question=question,
-        reference_answers=answers(answer, aliases),
-        native=record.data,
+    return record.item(
+        item_id,
+        question,
+        (answer, aliases),
         passages=passages_t,
         spans=spans,
         question_type=native.split("__")[0] if "__" in native else None,
@@ -144,7 +137,6 @@ def _item(record, item_id: str) -> Item:
             "answerable": is_answerable,
             "question_decomposition": record.data.get("question_decomposition"),
         },
-        source_line=record.line,
         policy_pools=(
             PolicyPool(
                 MUSIQUE_FIRST8.policy_id,

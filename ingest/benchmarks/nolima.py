@@ -53,14 +53,15 @@ from pathlib import Path
 
 from ingest.benchmarks.base import (
     Item,
+    LoaderRun,
     Passage,
     Record,
     Slice,
     answers,
-    build_load,
     check_unique,
     make_span,
     read_json_list,
+    records,
 )
 from warehouse.errors import InputError
 from warehouse.hashing import sha256_file
@@ -207,10 +208,7 @@ def load(
     entries = read_json_list(path)
     if not entries:
         raise InputError("no needles: the file holds an empty list", file=str(path))
-    needles = [
-        Record(entry, file=path, index=i, line=line)
-        for i, (line, entry) in enumerate(entries)
-    ]
+    needles = records(entries, path)
     haystacks = haystack_files(path, haystack_dir)
     for needle in needles:
         _check_needle(needle)
@@ -229,34 +227,31 @@ def load(
                             _Variant(item_id, needle, n, str(test_id), t, hop, depth, k)
                         )
     chosen = slice_.select(variants, lambda v: v.item_id, file=str(path))
-    progress.start(len(chosen), NAME)
-    cache: dict[int, list[str]] = {}
-    items = []
-    for variant in chosen:
-        k = variant.haystack
-        if k not in cache:
-            try:
-                text = haystacks[k - 1].read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as error:
-                raise InputError(
-                    f"cannot read haystack: {error}", file=str(haystacks[k - 1])
-                ) from error
-            cache[k] = sentences(cut(text))
-        items.append(_item(variant, haystacks[k - 1], cache[k]))
-        progress.advance(1)
-    progress.finish()
-    return build_load(
-        NAME,
-        path,
-        slice_,
+    pieces = functools.cache(lambda k: _pieces(haystacks[k - 1]))
+    run = LoaderRun(NAME, LOADER_VERSION, path, slice_, progress)
+    items = run.each(
+        chosen,
+        lambda v: _item(v, haystacks[v.haystack - 1], pieces(v.haystack)),
+    )
+    return run.load(
         items,
         record_count=len(variants),
-        loader_version=LOADER_VERSION,
         version=f"{path.stem}@{haystacks[0].parent.name}",
         description=f"NoLiMa ({len(needles)} needles x {len(haystacks)} haystacks "
         f"of {haystacks[0].parent.name})",
         extra_files=haystacks,
     )
+
+
+def _pieces(haystack: Path) -> list[str]:
+    """The haystack's insertion pieces: its first tokens, split into sentences."""
+    try:
+        text = haystack.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(
+            f"cannot read haystack: {error}", file=str(haystack)
+        ) from error
+    return sentences(cut(text))
 
 
 def _item(variant: _Variant, haystack: Path, pieces: list[str]) -> Item:

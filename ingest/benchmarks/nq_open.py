@@ -48,10 +48,9 @@ from pathlib import Path
 
 from ingest.benchmarks.base import (
     Item,
+    LoaderRun,
     Passage,
     Slice,
-    answers,
-    load_keyed,
     mention_spans,
     read_json_or_jsonl,
     records,
@@ -123,16 +122,8 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
                 str(native_id) if native_id is not None else f"{prefix}{record.index}",
             )
         )
-    return load_keyed(
-        NAME,
-        path,
-        slice_,
-        keyed,
-        "id",
-        _item,
-        loader_version=LOADER_VERSION,
-        progress=progress,
-        description="NQ-Open",
+    return LoaderRun(NAME, LOADER_VERSION, path, slice_, progress).load_keyed(
+        keyed, "id", _item, description="NQ-Open"
     )
 
 
@@ -179,14 +170,12 @@ def _item(record, item_id: str) -> Item:
         flags = [context.get("has_answer") for context in contexts]
         if any(flag is not None for flag in flags):
             metadata["ctx_has_answer"] = flags
-    return Item(
-        item_id=item_id,
-        question=question,
-        reference_answers=answers(gold),
-        native=record.data,
+    return record.item(
+        item_id,
+        question,
+        gold,
         passages=passages,
         spans=spans,
         metadata=metadata,
-        source_line=record.line,
         gold_normalises_empty=bool(empty),
     )

@@ -32,13 +32,12 @@ from pathlib import Path
 
 from ingest.benchmarks.base import (
     Item,
+    LoaderRun,
     Passage,
     PolicyPool,
     Record,
     Slice,
     answers,
-    build_items,
-    build_load,
     mention_spans,
     read_json,
     titled,
@@ -82,22 +81,15 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
     keyed = [(record, record.text("QuestionId")) for record in rows]
     folder = evidence_folder(path)
     read_files: dict[Path, Path] = {}  # evidence files read, in first-read order
-    items = build_items(
+    run = LoaderRun(NAME, LOADER_VERSION, path, slice_, progress)
+    items = run.items(
         keyed,
         "QuestionId",
-        slice_,
         lambda record, item_id: _item(record, item_id, folder, path, read_files),
-        path=path,
-        name=NAME,
-        progress=progress,
     )
-    return build_load(
-        NAME,
-        path,
-        slice_,
+    return run.load(
         items,
         record_count=len(rows),
-        loader_version=LOADER_VERSION,
         version=str(data.get("Version", "as-published")),
         policies=(TRIVIAQA_BM25_TOP20,),
         description=f"TriviaQA rc {data.get('Domain', 'Wikipedia')} {data.get('Split', '')}".strip(),
@@ -141,11 +133,10 @@ def _item(
         passages.append(Passage(text, title=title, passage_id=page["Filename"]))
     passages_t = tuple(passages)
     gold = answers(value, aliases)
-    return Item(
-        item_id=item_id,
-        question=question,
-        reference_answers=gold,
-        native=record.data,
+    return record.item(
+        item_id,
+        question,
+        gold,
         passages=passages_t,
         spans=mention_spans(passages_t, gold),
         question_type=answer.get("Type"),

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingest.benchmarks.base import passage_title
+from ingest.file_checks import repeated
 from ingest.ragscale.files import (
     RagscaleFiles,
     dataset_settings,
@@ -24,7 +26,6 @@ from ingest.ragscale.records import (
     optional_float,
     optional_int,
     optional_str,
-    passage_title,
     read_dataset,
     read_manifest,
     score_cell,
@@ -171,7 +172,7 @@ class _ScoreRows:
         key = (item_id, reader, metric)
         if key in self.seen:
             raise self._error(
-                f"duplicate example_id, reader and metric (first at line {self.seen[key]})",
+                repeated("example_id, reader and metric", self.seen[key]),
                 line,
                 "metric",
                 record=item_id,

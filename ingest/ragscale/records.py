@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ingest.benchmarks.base import POOL_SEPARATOR
+from ingest.file_checks import repeated, require_columns
 from warehouse.errors import InputError
 from warehouse.file_formats import PAIRED_SCORES_REQUIRED as REQUIRED_SCORE_COLUMNS
 from warehouse.files import jsonl_records, read_csv
@@ -33,7 +35,7 @@ def evidence_text(pool: Any) -> str:
     if isinstance(pool, str):
         return pool
     if isinstance(pool, list):
-        return "\n\n".join(_passage_text(item) for item in pool)
+        return POOL_SEPARATOR.join(_passage_text(item) for item in pool)
     return json.dumps(pool, sort_keys=True)
 
 
@@ -46,12 +48,6 @@ def _passage_text(item: Any) -> str:
                 return str(item[key])
         return json.dumps(item, sort_keys=True)
     return str(item)
-
-
-def passage_title(text: str) -> str | None:
-    if text.startswith("[") and "] " in text:
-        return text[1 : text.index("] ")]
-    return None
 
 
 @dataclass
@@ -67,6 +63,30 @@ class Item:
     pool_id: str | None
 
 
+@dataclass(frozen=True)
+class _Line:
+    """A line of a JSONL file (and the item it holds), for errors naming both."""
+
+    path: Path
+    number: int
+    item_id: str | None = None
+
+    def error(self, problem: str, column: str | None = None) -> InputError:
+        return InputError(
+            problem,
+            file=str(self.path),
+            line=self.number,
+            column=column,
+            record=self.item_id,
+        )
+
+    def check_new(self, earlier: dict[str, Any]) -> None:
+        """Refuse an item id already read (``earlier`` maps ids to what has ``line``)."""
+        if self.item_id in earlier:
+            first = earlier[self.item_id].line
+            raise self.error(repeated("example_id", first), "example_id")
+
+
 def read_dataset(path: Path) -> dict[str, Item]:
     items: dict[str, Item] = {}
     for number, row in _jsonl(path):
@@ -76,29 +96,15 @@ def read_dataset(path: Path) -> dict[str, Item]:
             if key not in row
         )
         if missing:
-            raise InputError(
-                f"missing field(s) {', '.join(missing)}", file=str(path), line=number
-            )
+            raise _Line(path, number).error(f"missing field(s) {', '.join(missing)}")
         item_id = str(row["example_id"])
+        at = _Line(path, number, item_id)
         references = row["reference_answers"]
         if isinstance(references, str):
             references = [references]
         if not isinstance(references, list) or not references:
-            raise InputError(
-                "needs one or more reference answers",
-                file=str(path),
-                line=number,
-                column="reference_answers",
-                record=item_id,
-            )
-        if item_id in items:
-            raise InputError(
-                f"duplicate example_id (first at line {items[item_id].line})",
-                file=str(path),
-                line=number,
-                column="example_id",
-                record=item_id,
-            )
+            raise at.error("needs one or more reference answers", "reference_answers")
+        at.check_new(items)
         pool = row["candidate_pool"]
         passages = None
         if isinstance(pool, list):
@@ -113,12 +119,9 @@ def read_dataset(path: Path) -> dict[str, Item]:
         pool_id = sha256_text(text)
         stated = row.get("candidate_pool_id")
         if stated and stated != pool_id:
-            raise InputError(
+            raise at.error(
                 f"candidate_pool_id {stated} but the pool's text hashes to {pool_id}",
-                file=str(path),
-                line=number,
-                column="candidate_pool_id",
-                record=item_id,
+                "candidate_pool_id",
             )
         metadata = {
             key: row[key]
@@ -163,38 +166,24 @@ def read_manifest(path: Path) -> dict[str, Artifact]:
             "compressor_id",
         ):
             if not row.get(key):
-                raise InputError(
-                    "missing value", file=str(path), line=number, column=key
-                )
+                raise _Line(path, number).error("missing value", key)
         item_id = str(row["example_id"])
-        if item_id in artifacts:
-            raise InputError(
-                f"duplicate example_id (first at line {artifacts[item_id].line})",
-                file=str(path),
-                line=number,
-                column="example_id",
-                record=item_id,
-            )
+        at = _Line(path, number, item_id)
+        at.check_new(artifacts)
         text = row.get("compressed_evidence")
         stated = row["compressed_artifact_hash"]
         if text is not None and sha256_text(text) != stated:
-            raise InputError(
+            raise at.error(
                 f"stored text hashes to {sha256_text(text)}, not to its "
                 f"compressed_artifact_hash {stated}",
-                file=str(path),
-                line=number,
-                column="compressed_artifact_hash",
-                record=item_id,
+                "compressed_artifact_hash",
             )
         raw_hash = row.get("raw_evidence_hash") or row["candidate_pool_id"]
         if raw_hash != row["candidate_pool_id"]:
-            raise InputError(
+            raise at.error(
                 f"raw_evidence_hash {raw_hash} differs from candidate_pool_id "
                 f"{row['candidate_pool_id']}",
-                file=str(path),
-                line=number,
-                column="raw_evidence_hash",
-                record=item_id,
+                "raw_evidence_hash",
             )
         artifacts[item_id] = Artifact(
             item_id=item_id,
@@ -217,36 +206,18 @@ def score_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield from _jsonl(path)
         return
     table = read_csv(path)
-    missing = [name for name in REQUIRED_SCORE_COLUMNS if name not in table.header]
-    if missing:
-        raise InputError(
-            f"missing required column(s) {', '.join(missing)}",
-            file=str(path),
-            line=1,
-            column=missing[0],
-        )
+    require_columns(table, REQUIRED_SCORE_COLUMNS, problem="missing required column(s)")
     yield from zip(table.lines, table.records, strict=True)
 
 
 def score_cell(value: Any, *, path: Path, line: int, column: str, record: str) -> float:
+    at = _Line(path, line, record)
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise InputError(
-            f"score {value!r} is not a number",
-            file=str(path),
-            line=line,
-            column=column,
-            record=record,
-        ) from None
+        raise at.error(f"score {value!r} is not a number", column) from None
     if not math.isfinite(number) or not 0.0 <= number <= 1.0:
-        raise InputError(
-            f"score {value!r} is not a finite number in [0, 1]",
-            file=str(path),
-            line=line,
-            column=column,
-            record=record,
-        )
+        raise at.error(f"score {value!r} is not a finite number in [0, 1]", column)
     return number
 
 

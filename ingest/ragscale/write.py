@@ -8,6 +8,7 @@ from typing import Any
 
 import duckdb
 
+from ingest.benchmarks.base import POOL_SEPARATOR
 from ingest.benchmarks.policies import POLICIES
 from ingest.ragscale.read import (
     SCORER_VERSION,
@@ -467,4 +468,4 @@ def evidence_text_of(item: Item | None) -> str | None:
     """The raw evidence text of an item whose passages are known, else None."""
     if item is None or item.passages is None:
         return None
-    return "\n\n".join(text for _, text in item.passages)
+    return POOL_SEPARATOR.join(text for _, text in item.passages)

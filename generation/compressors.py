@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from generation.backends import BackendCaller
 from generation.policies import PASSAGE_SEPARATOR, Evidence
 from generation.tokens import count_tokens
 from warehouse.errors import WarehouseError
@@ -189,7 +190,7 @@ SUMMARY_SYSTEM = (
 SUMMARY_TEMPLATE = "Question:\n{question}\n\nEvidence:\n{evidence}"
 
 
-class LLMSummary(_PassagePolicy):
+class LLMSummary(BackendCaller, _PassagePolicy):
     """A summary written by a reader backend (``generation.backends``).
 
     Config: backend, model, api_base, call parameters, the system prompt and
@@ -224,25 +225,6 @@ class LLMSummary(_PassagePolicy):
         )
         self.api_key_env = api_key_env
         self.producer_model = model
-        self._client: Any = None
-
-    def _backend(self) -> Any:
-        if self._client is None:
-            from generation.backends import make_backend
-
-            opts = self.options
-            self._client = make_backend(
-                opts["backend"],
-                opts["model"],
-                api_base=opts["api_base"],
-                api_key_env=self.api_key_env,
-            )
-        return self._client
-
-    def check_available(self) -> None:
-        backend = self._backend()
-        if hasattr(backend, "check"):
-            backend.check()
 
     def compile(
         self, question: str, passages: Sequence[str], budget: int | None

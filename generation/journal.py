@@ -30,7 +30,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,11 +255,13 @@ def recover(root: Path, write: Callable[[list[dict[str, Any]]], Any]) -> int:
 
 
 def unstored(con: Any, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records none of whose attempts (``record["attempts"]`` rows: call id
-    first, attempt number third, as in ``raw.generation_attempts``) is in the
-    lake yet: a kill between a batch's commit and its journal's deletion leaves
-    records already committed, and those are not written twice."""
-    call_ids = sorted({row[0] for record in records for row in record["attempts"]})
+    """The records none of whose attempts (``record["attempts"]``: dicts by
+    column, or the older lists in ``raw.generation_attempts`` column order, call
+    id first and attempt number third) is in the lake yet: a kill between a
+    batch's commit and its journal's deletion leaves records already committed,
+    and those are not written twice."""
+    keys = [[_attempt_key(row) for row in record["attempts"]] for record in records]
+    call_ids = sorted({call_id for rows in keys for call_id, _ in rows})
     if not call_ids:
         return list(records)
     stored = {
@@ -272,9 +274,16 @@ def unstored(con: Any, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]
     }
     return [
         record
-        for record in records
-        if not any((row[0], int(row[2])) in stored for row in record["attempts"])
+        for record, rows in zip(records, keys, strict=True)
+        if not any(key in stored for key in rows)
     ]
+
+
+def _attempt_key(row: Mapping[str, Any] | Sequence[Any]) -> tuple[str, int]:
+    """``(call_id, attempt)`` of a journalled attempt row, dict or list."""
+    if isinstance(row, Mapping):
+        return row["call_id"], int(row["attempt"])
+    return row[0], int(row[2])
 
 
 def _age(folder: Path) -> float:

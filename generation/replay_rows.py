@@ -20,6 +20,7 @@ import duckdb
 from generation import scoring
 from generation.backends.retry import CallOutcome
 from generation.evidence_loading import EvidenceRow
+from generation.journal import unstored
 from generation.replay_plan import ReplayCall, SharedRows, shared_id
 from warehouse.hashing import canonical_json
 from warehouse.raw_tables import write_dicts
@@ -222,21 +223,10 @@ def commit_records(
     deletion) is skipped. Returns the records written."""
     if not records:
         return 0
-    attempts_of = [_as_dicts(r["attempts"], ATTEMPT_COLUMNS) for r in records]
-    call_ids = sorted({row["call_id"] for rows in attempts_of for row in rows})
-    stored = {
-        (call_id, int(number))
-        for call_id, number in con.execute(
-            "select call_id, attempt from raw.generation_attempts "
-            "where call_id in (select unnest(?::varchar[]))",
-            [call_ids],
-        ).fetchall()
-    }
     latest: dict[str, tuple[dict[str, Any], list[Row]]] = {}
-    for record, attempts in zip(records, attempts_of, strict=True):
-        if any((row["call_id"], int(row["attempt"])) in stored for row in attempts):
-            continue
+    for record in unstored(con, records):
         # a later record of a key wins
+        attempts = _as_dicts(record["attempts"], ATTEMPT_COLUMNS)
         latest[record["generation_ids"][0]] = (record, attempts)
     if not latest:
         return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import shutil
@@ -132,20 +133,6 @@ def _maintain_locked(
 
 
 # ------------------------------------------------------------ 0.1 upgrade
-
-_LEGACY_EXPORT = """
-import sys, duckdb
-con = duckdb.connect(sys.argv[1], read_only=True)
-rows = con.execute(
-    "select table_schema, table_name from information_schema.tables "
-    "where table_schema in ('raw', 'analysis') and table_type = 'BASE TABLE'"
-).fetchall()
-for schema, name in rows:
-    con.execute(
-        f"copy (select * from {schema}.{name}) to '{sys.argv[2]}/{schema}.{name}.parquet'"
-        " (format parquet)"
-    )
-"""
 
 
 def migration_target(old: Path) -> Path:
@@ -343,6 +330,30 @@ def _content(con: duckdb.DuckDBPyConnection, relation: str, columns: list[str]):
     return int(count), str(digest)
 
 
+def _export_tables(con: duckdb.DuckDBPyConnection, folder: str) -> None:
+    """Copy every raw and analysis table of ``con`` to ``<folder>/<schema>.<table>.parquet``.
+
+    Run in this process, or as the legacy engine's script (its source is
+    :data:`_LEGACY_EXPORT`): it uses nothing but ``con``."""
+    rows = con.execute(
+        "select table_schema, table_name from information_schema.tables "
+        "where table_schema in ('raw', 'analysis') and table_type = 'BASE TABLE'"
+    ).fetchall()
+    for schema, name in rows:
+        target = f"{folder}/{schema}.{name}.parquet".replace("'", "''")
+        con.execute(
+            f"copy (select * from {schema}.{name}) to '{target}' (format parquet)"
+        )
+
+
+#: :func:`_export_tables` as a script for the legacy engine (argv: old, staging)
+_LEGACY_EXPORT = (
+    "import sys, duckdb\n"
+    + inspect.getsource(_export_tables)
+    + "_export_tables(duckdb.connect(sys.argv[1], read_only=True), sys.argv[2])\n"
+)
+
+
 def _export_old(old: Path, staging: Path) -> None:
     try:
         con = duckdb.connect(str(old), read_only=True)
@@ -352,15 +363,7 @@ def _export_old(old: Path, staging: Path) -> None:
         _export_with_legacy_engine(old, staging, str(error))
         return
     try:
-        rows = con.execute(
-            "select table_schema, table_name from information_schema.tables "
-            "where table_schema in ('raw', 'analysis') and table_type = 'BASE TABLE'"
-        ).fetchall()
-        for schema, name in rows:
-            con.execute(
-                f"copy (select * from {schema}.{name}) to "
-                f"'{_sql(str(staging / f'{schema}.{name}.parquet'))}' (format parquet)"
-            )
+        _export_tables(con, str(staging))
     finally:
         con.close()
 

@@ -62,15 +62,13 @@ def start_run(
     kind: str,
     command: str,
     config: Mapping[str, Any],
-    *,
-    run_id: str | None = None,
-    code_version: str | None = None,
+    **ids: str | None,
 ) -> str:
-    """Record a ``running`` run (its own snapshot) and return its id."""
+    """Record a ``running`` run (its own snapshot) and return its id: what
+    :func:`record_start` does (``ids``: its ``run_id`` and ``code_version``), in a
+    transaction of its own."""
     with transaction(con):
-        return record_start(
-            con, kind, command, config, run_id=run_id, code_version=code_version
-        )
+        return record_start(con, kind, command, config, **ids)
 
 
 def record_start(

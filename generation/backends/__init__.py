@@ -116,9 +116,36 @@ def make_backend(
     )
 
 
+class BackendCaller:
+    """Mixin of a policy or selector that calls a reader backend (``llm_summary``,
+    ``lm_filter``): the backend is made on first use from the ``backend``,
+    ``model`` and ``api_base`` options and the ``api_key_env`` attribute (the key
+    is read at call time and never stored)."""
+
+    options: dict[str, Any]
+    api_key_env: str | None = None
+    _client: Backend | None = None
+
+    def _backend(self) -> Backend:
+        if self._client is None:
+            self._client = make_backend(
+                self.options["backend"],
+                self.options["model"],
+                api_base=self.options["api_base"],
+                api_key_env=self.api_key_env,
+            )
+        return self._client
+
+    def check_available(self) -> None:
+        backend = self._backend()
+        if hasattr(backend, "check"):
+            backend.check()
+
+
 __all__ = [
     "BACKEND_NAMES",
     "Backend",
+    "BackendCaller",
     "BackendError",
     "CallParameters",
     "ChatResponse",

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from generation.backends import BackendCaller
 from generation.chunking import Chunk
 from generation.packing import SourceUnion
 from generation.selectors.base import Selection, from_pack
@@ -46,7 +47,7 @@ def parse_scores(reply: str, n: int) -> tuple[list[float], int]:
     return [found.get(i, 0.0) for i in range(1, n + 1)], n - len(found)
 
 
-class LMFilterSelector(ChunkRanker):
+class LMFilterSelector(BackendCaller, ChunkRanker):
     name = "lm_filter"
 
     def __init__(
@@ -75,25 +76,7 @@ class LMFilterSelector(ChunkRanker):
         )
         self.api_key_env = api_key_env
         self.producer_model = model
-        self._client: Any = None
         self._unscored = 0
-
-    def _backend(self) -> Any:
-        if self._client is None:
-            from generation.backends import make_backend
-
-            self._client = make_backend(
-                self.options["backend"],
-                self.options["model"],
-                api_base=self.options["api_base"],
-                api_key_env=self.api_key_env,
-            )
-        return self._client
-
-    def check_available(self) -> None:
-        backend = self._backend()
-        if hasattr(backend, "check"):
-            backend.check()
 
     def scores(self, query: str, chunks: Sequence[Chunk]) -> np.ndarray:
         from generation.backends import CallParameters

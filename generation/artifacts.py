@@ -48,7 +48,7 @@ from generation.compile_store import (
 from generation.embeddings import EmbeddingStore
 from generation.evidence import GoldSpan
 from generation.journal import batch_settings
-from generation.policies import PASSAGE_SEPARATOR, Policy
+from generation.policies import Policy
 from generation.pool_policies import PoolPolicy as PoolPolicy
 from generation.pool_policies import load_pool_policy as load_pool_policy
 from warehouse import transaction
@@ -56,6 +56,7 @@ from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_text
 from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.runs import record_finish
+from warehouse.text_rules import PASSAGE_SEPARATOR
 
 #: what the CLI and the tests import from here
 __all__ = ["CompileSummary", "PoolPolicy", "compile_dataset", "load_pool_policy"]

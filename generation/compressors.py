@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 
 from generation.backends import BackendCaller
-from generation.policies import PASSAGE_SEPARATOR, Evidence
+from generation.policies import Evidence
 from generation.tokens import count_tokens
 from warehouse.errors import WarehouseError
-from warehouse.text_rules import bm25_rank, order_by_score
+from warehouse.text_rules import PASSAGE_SEPARATOR, bm25_rank, order_by_score
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 

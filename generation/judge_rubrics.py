@@ -46,6 +46,7 @@ from generation.scorers.longmemeval import TEMPLATES, VerdictError
 from generation.scorers.registry import BENCHMARK_DEFAULTS
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_json
+from warehouse.text_rules import is_abstention
 
 __all__ = ["VerdictError"]
 
@@ -186,7 +187,7 @@ def judge_messages(
             question,
             references[0] if references else "",
             prediction,
-            abstention="_abs" in item_id,
+            abstention=is_abstention(item_id),
         )
     return YES_NO_JUDGE.render(
         {

@@ -20,9 +20,9 @@ from typing import Any, Literal
 from generation.tokens import TOKENIZER
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_json
+from warehouse.text_rules import PASSAGE_SEPARATOR
 
 Kind = Literal["raw", "compressor", "selector"]
-PASSAGE_SEPARATOR = "\n\n"
 
 
 @dataclass(frozen=True)

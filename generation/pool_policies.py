@@ -10,7 +10,8 @@ from typing import Any
 import duckdb
 
 from generation.compile_inputs import CompileItem
-from generation.policies import PASSAGE_SEPARATOR, Evidence
+from generation.policies import Evidence
+from warehouse.text_rules import PASSAGE_SEPARATOR
 from warehouse.tokens import count_tokens
 
 

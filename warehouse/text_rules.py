@@ -17,6 +17,12 @@ Benchmark names
     :func:`benchmark_name` maps the names a user or a file may give a benchmark
     to the one name loaders, ``raw.datasets.benchmark`` and the scorer defaults
     use.
+Passage pools
+    :data:`PASSAGE_SEPARATOR` joins an item's passages into the one text the
+    loaders hash and store and the raw policies and compressors render.
+LongMemEval abstention
+    :func:`is_abstention` tells a LongMemEval abstention question by its id,
+    for the loader's ``is_abstention`` and the judge's abstention template.
 """
 
 from __future__ import annotations
@@ -99,3 +105,21 @@ def benchmark_name(name: str | None) -> str:
     """The benchmark's own name for ``name`` (case-insensitive; ``None`` -> ``""``)."""
     key = (name or "").lower()
     return BENCHMARK_ALIASES.get(key, key)
+
+
+# ------------------------------------------------------------- passage pools
+
+#: Between two passages of an item's pool, wherever the pool becomes one text.
+PASSAGE_SEPARATOR = "\n\n"
+
+
+# ------------------------------------------------------- LongMemEval abstention
+
+
+def is_abstention(question_id: str) -> bool:
+    """A LongMemEval abstention question: its id carries ``_abs``.
+
+    The data's README says the id *ends* with ``_abs``; the official judge
+    (``evaluate_qa.py``) tests ``'_abs' in question_id``, and this follows the
+    judge, which decides the score. The two agree on every released id."""
+    return "_abs" in question_id

@@ -36,6 +36,7 @@ from ingest.benchmarks.files import (  # re-exported: the loaders import them he
 from warehouse.errors import InputError
 from warehouse.hashing import sha256_text
 from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.text_rules import PASSAGE_SEPARATOR
 
 __all__ = [
     "read_json",
@@ -46,7 +47,6 @@ __all__ = [
     "read_rows",
 ]
 
-POOL_SEPARATOR = "\n\n"
 T = TypeVar("T")
 
 
@@ -462,7 +462,7 @@ def mention_spans(passages, gold, limit: int = 50) -> tuple:
 
 def pool_id(passages: Sequence[Passage]) -> str:
     """``sha256_text`` of the passage texts joined by a blank line."""
-    return sha256_text(POOL_SEPARATOR.join(passage.text for passage in passages))
+    return sha256_text(PASSAGE_SEPARATOR.join(passage.text for passage in passages))
 
 
 def titled(title: str, text: str) -> str:

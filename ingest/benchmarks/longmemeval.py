@@ -43,7 +43,7 @@ from ingest.benchmarks.base import (
 )
 from ingest.benchmarks.policies import LONGMEMEVAL_BM25_TOP20
 from warehouse.progress import NULL_PROGRESS, Progress
-from warehouse.text_rules import bm25_rank
+from warehouse.text_rules import bm25_rank, is_abstention
 
 NAME = "longmemeval"
 LOADER_VERSION = "longmemeval/2"
@@ -73,7 +73,7 @@ def _item(record: Record, item_id: str) -> Item:
         record.fail(
             f"{len(dates)} dates for {len(sessions)} sessions", "haystack_dates"
         )
-    abstention = item_id.endswith("_abs")
+    abstention = is_abstention(item_id)
     history, bounds, turns = _history(record, sessions, dates)
     passages = (Passage(history, title=None, passage_id="history"),)
     spans = (

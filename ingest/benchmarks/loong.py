@@ -53,7 +53,6 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from ingest.benchmarks.base import (
-    POOL_SEPARATOR,
     Item,
     LoaderRun,
     Passage,
@@ -67,6 +66,7 @@ from ingest.benchmarks.base import (
 from warehouse.errors import InputError
 from warehouse.hashing import sha256_file
 from warehouse.progress import NULL_PROGRESS, Progress
+from warehouse.text_rules import PASSAGE_SEPARATOR
 
 NAME = "loong"
 LOADER_VERSION = "loong/2"
@@ -419,7 +419,7 @@ def _candidate_spans(
     starts, at = [], 0
     for text in texts:
         starts.append(at)
-        at += len(text) + len(POOL_SEPARATOR)
+        at += len(text) + len(PASSAGE_SEPARATOR)
     spans = []
     for start, end in candidate_lines(context, gold):
         position = bisect.bisect_right(starts, start) - 1

@@ -17,8 +17,8 @@ in rank order.
 
 from __future__ import annotations
 
-from ingest.benchmarks.base import POOL_SEPARATOR, RawPolicy
-from warehouse.text_rules import BM25_CONFIG
+from ingest.benchmarks.base import RawPolicy
+from warehouse.text_rules import BM25_CONFIG, PASSAGE_SEPARATOR
 
 #: TriviaQA chunking for BM25: windows of this many whitespace-separated words.
 TRIVIAQA_CHUNK_WORDS = 100
@@ -31,7 +31,7 @@ def _supplied(benchmark: str, select: str, k: int | None, unit: str) -> dict:
         "select": select,
         "k": k,
         "order": "supplied",
-        "join": POOL_SEPARATOR,
+        "join": PASSAGE_SEPARATOR,
     }
 
 
@@ -44,7 +44,7 @@ def _bm25(benchmark: str, unit: str, k: int, **extra: object) -> dict:
         "query": "question",
         "bm25": BM25_CONFIG,
         "order": "rank",
-        "join": POOL_SEPARATOR,
+        "join": PASSAGE_SEPARATOR,
         **extra,
     }
 

@@ -23,7 +23,6 @@ from typing import Any
 import duckdb
 
 from ingest.benchmarks.base import (
-    POOL_SEPARATOR,
     BenchmarkLoad,
     Passage,
     RawPolicy,
@@ -35,6 +34,7 @@ from warehouse.hashing import canonical_json, sha256_json
 from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.raw_tables import write_dicts
 from warehouse.table_contracts import table as table_contract
+from warehouse.text_rules import PASSAGE_SEPARATOR
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class _Pools:
     def add(self, members: Sequence[Passage]) -> str:
         key = pool_id(members)
         if key not in self.pools:
-            chars = len(POOL_SEPARATOR.join(passage.text for passage in members))
+            chars = len(PASSAGE_SEPARATOR.join(passage.text for passage in members))
             self.pools[key] = {
                 "pool_id": key,
                 "passage_count": len(members),

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.benchmarks.base import POOL_SEPARATOR
 from ingest.file_checks import repeated, require_columns
 from warehouse.errors import InputError
 from warehouse.file_formats import PAIRED_SCORES_REQUIRED as REQUIRED_SCORE_COLUMNS
 from warehouse.files import jsonl_records, read_csv
 from warehouse.hashing import sha256_json, sha256_text
+from warehouse.text_rules import PASSAGE_SEPARATOR
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -35,7 +35,7 @@ def evidence_text(pool: Any) -> str:
     if isinstance(pool, str):
         return pool
     if isinstance(pool, list):
-        return POOL_SEPARATOR.join(_passage_text(item) for item in pool)
+        return PASSAGE_SEPARATOR.join(_passage_text(item) for item in pool)
     return json.dumps(pool, sort_keys=True)
 
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import duckdb
 
-from ingest.benchmarks.base import POOL_SEPARATOR
 from ingest.benchmarks.policies import POLICIES
 from ingest.ragscale.read import (
     SCORER_VERSION,
@@ -30,6 +29,7 @@ from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.raw_tables import register_policies, write_dicts
 from warehouse.row_identity import generation_id as generation_id_of
 from warehouse.row_identity import policy_row
+from warehouse.text_rules import PASSAGE_SEPARATOR
 from warehouse.tokens import TOKENIZER, count_tokens
 
 # ---------------------------------------------------------------- writing
@@ -468,4 +468,4 @@ def evidence_text_of(item: Item | None) -> str | None:
     """The raw evidence text of an item whose passages are known, else None."""
     if item is None or item.passages is None:
         return None
-    return POOL_SEPARATOR.join(text for _, text in item.passages)
+    return PASSAGE_SEPARATOR.join(text for _, text in item.passages)

@@ -87,13 +87,9 @@ def _optional_float(value: Any) -> float:
 
 def select_metric(source: RagscaleFile, metric: str | None) -> tuple[str, list[int]]:
     """Record positions of one metric, with ragscale's messages for a bad choice."""
-    missing = [name for name in REQUIRED if name not in source.columns]
-    if missing:
-        raise InputError(
-            f"Missing required columns: {', '.join(missing)}",
-            file=str(source.path),
-            line=1,
-        )
+    source.require_columns(
+        REQUIRED, problem="Missing required columns:", name_column=False
+    )
     if not source.records:
         raise InputError("Input contains no rows", file=str(source.path))
     available = source.metrics

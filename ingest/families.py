@@ -15,12 +15,12 @@ from pathlib import Path
 
 import duckdb
 
-from ingest.file_checks import repeated, require_columns
+from ingest.file_checks import repeated
 from warehouse import transaction
-from warehouse.bulk import insert_rows
 from warehouse.errors import InputError
 from warehouse.files import read_csv
 from warehouse.hashing import sha256_file
+from warehouse.raw_tables import write
 
 DEFAULT_MAP = Path(__file__).with_name("data") / "default_reader_families.csv"
 COLUMNS = ("reader_model", "family")
@@ -43,7 +43,7 @@ def read_family_csv(path: str | Path) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     seen: dict[str, int] = {}
     table = read_csv(path)
-    require_columns(table, COLUMNS)
+    table.require_columns(COLUMNS)
     for line, row in zip(table.lines, table.records, strict=True):
         model = row["reader_model"].strip()
         family = row["family"].strip()
@@ -82,7 +82,7 @@ def load_families(
                 "(select unnest(?::varchar[]))",
                 [[model for model, _ in rows]],
             )
-        insert_rows(
+        write(
             con,
             "raw.reader_families",
             ("reader_model", "family", "source", "source_file_sha256"),

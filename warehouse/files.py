@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,6 +180,25 @@ class CsvTable:
     header: tuple[str, ...]
     records: list[dict[str, str]]
     lines: list[int]
+
+    def require_columns(
+        self,
+        required: Sequence[str],
+        *,
+        problem: str = "missing column(s)",
+        name_column: bool = True,
+    ) -> None:
+        """Refuse a header without every ``required`` column: ``<problem> a, b``
+        at line 1, the first missing one named as the column (unless
+        ``name_column`` is false: a format whose message names none)."""
+        missing = [name for name in required if name not in self.header]
+        if missing:
+            raise InputError(
+                f"{problem} {', '.join(missing)}",
+                file=str(self.path),
+                line=1,
+                column=missing[0] if name_column else None,
+            )
 
 
 def read_csv(path: str | Path) -> CsvTable:

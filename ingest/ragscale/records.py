@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.file_checks import repeated, require_columns
+from ingest.file_checks import repeated
 from warehouse.errors import InputError
 from warehouse.file_formats import PAIRED_SCORES_REQUIRED as REQUIRED_SCORE_COLUMNS
 from warehouse.files import jsonl_records, read_csv
@@ -206,7 +206,7 @@ def score_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield from _jsonl(path)
         return
     table = read_csv(path)
-    require_columns(table, REQUIRED_SCORE_COLUMNS, problem="missing required column(s)")
+    table.require_columns(REQUIRED_SCORE_COLUMNS, problem="missing required column(s)")
     yield from zip(table.lines, table.records, strict=True)
 
 

@@ -1,27 +1,27 @@
 """Byte-identity check of the marts across a code change.
 
-``capture`` builds the marts of two warehouses with the code of ``--repo``
-(default: this checkout) and fingerprints them. The warehouses' inputs are
-loaded once into ``--inputs`` (by whichever capture runs first) and each
-capture builds a copy of them with ``ragledger build --full-refresh``, so two
-captures read the same raw rows (a fresh ingest would stamp other load times
-into ``fct_outcomes.loaded_at`` and ``dim_audits.audited_at``):
+Builds the marts of two warehouses with the code of ``--repo`` (default: this
+checkout) and fingerprints them in ``OUT``. The warehouses' inputs are loaded
+once into ``--inputs`` (by whichever run comes first) and each run builds a copy
+of them with ``ragledger build --full-refresh``, so two runs read the same raw
+rows (a fresh ingest would stamp other load times into ``fct_outcomes.loaded_at``
+and ``dim_audits.audited_at``):
 
 - ``demo``: the bundled ragscale example, ingested, built and audited as ``make
   demo`` does (so the audit marts hold rows too);
 - ``matrix``: a generated matrix (:mod:`benchmarks.matrix_file`, seed 4, scale
   0.05), ingested.
 
-It writes one line per table of schema ``marts`` to ``OUT/<warehouse>.txt``: the
-table, its row count, the sha256 of its columns (name and type, in order) and
-the sha256 of its rows (``ragledger sql --format csv "SELECT * ... ORDER BY
-ALL"``), and prints the build's CPU seconds (user + system, ``/usr/bin/time``).
-``compare`` diffs two captures' table lines.
+``OUT/<warehouse>.txt`` holds one line per table of schema ``marts``: the table,
+its row count, the sha256 of its columns (name and type, in order) and the
+sha256 of its rows (``ragledger sql --format csv "SELECT * ... ORDER BY ALL"``).
+The build's CPU seconds (user + system, ``/usr/bin/time``) are printed. With
+``--against BEFORE`` (an earlier OUT) the lines that differ are printed and the
+exit status is 1 when any does.
 
 Usage::
 
-    python -m benchmarks.mart_identity capture OUT [--repo DIR] [--inputs DIR]
-    python -m benchmarks.mart_identity compare BEFORE AFTER
+    python -m benchmarks.mart_identity OUT [--repo DIR] [--inputs DIR] [--against BEFORE]
 """
 
 from __future__ import annotations
@@ -31,14 +31,25 @@ import csv
 import hashlib
 import io
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from benchmarks.audit_identity import DEMO_AUDIT, EXAMPLE
+from benchmarks.matrix_file import write_matrix
 
 RAGLEDGER = Path(sys.executable).with_name("ragledger")
 MATRIX_SEED, MATRIX_SCALE = 4, 0.05
+#: What loads each warehouse after ``init`` ({dir}: the warehouse's folder).
+LOADS = {
+    "demo": (
+        ("ingest", "ragscale", str(EXAMPLE)),
+        ("build",),
+        ("audit", "--output", "{dir}/audit", *DEMO_AUDIT),
+    ),
+    "matrix": (("ingest", "matrix", "{dir}/m.csv"),),
+}
 COLUMNS = (
     "SELECT table_name, column_name, data_type FROM duckdb_columns() "
     "WHERE database_name = 'lake' AND schema_name = 'marts' "
@@ -55,9 +66,22 @@ def ragledger(repo: Path, db: Path, *args: str, timed: Path | None = None) -> st
     done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(
-            f"ragledger {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
+            f"ragledger {args[0]} exited {done.returncode}:\n{done.stderr}"
         )
     return done.stdout
+
+
+def loaded(inputs: Path, repo: Path, name: str) -> Path:
+    """The warehouse ``name`` with its inputs loaded (kept in ``inputs``)."""
+    db = inputs / name / "w.duckdb"
+    if not db.exists():
+        db.parent.mkdir(parents=True, exist_ok=True)
+        if name == "matrix":
+            write_matrix(db.parent / "m.csv", seed=MATRIX_SEED, scale=MATRIX_SCALE)
+        ragledger(repo, db, "init")
+        for step in LOADS[name]:
+            ragledger(repo, db, *(arg.format(dir=db.parent) for arg in step))
+    return db
 
 
 def table_lines(repo: Path, db: Path) -> list[str]:
@@ -77,75 +101,42 @@ def table_lines(repo: Path, db: Path) -> list[str]:
     return lines
 
 
-def prepare(inputs: Path, repo: Path) -> dict[str, Path]:
-    """The two loaded warehouses (kept in ``inputs``; loaded when missing)."""
-    dbs = {
-        "demo": inputs / "demo" / "w.duckdb",
-        "matrix": inputs / "matrix" / "w.duckdb",
-    }
-    if not dbs["demo"].exists():
-        dbs["demo"].parent.mkdir(parents=True, exist_ok=True)
-        ragledger(repo, dbs["demo"], "init")
-        ragledger(repo, dbs["demo"], "ingest", "ragscale", str(EXAMPLE))
-        ragledger(repo, dbs["demo"], "build")
-        audit = inputs / "demo" / "audit"
-        ragledger(repo, dbs["demo"], "audit", "--output", str(audit), *DEMO_AUDIT)
-    if not dbs["matrix"].exists():
-        sys.path.insert(0, str(repo))
-        from benchmarks.matrix_file import write_matrix
-
-        dbs["matrix"].parent.mkdir(parents=True, exist_ok=True)
-        matrix = inputs / "matrix" / "m.csv"
-        write_matrix(matrix, seed=MATRIX_SEED, scale=MATRIX_SCALE)
-        ragledger(repo, dbs["matrix"], "init")
-        ragledger(repo, dbs["matrix"], "ingest", "matrix", str(matrix))
-    return dbs
-
-
-def capture(out: Path, repo: Path, inputs: Path) -> None:
+def run(out: Path, repo: Path, inputs: Path, against: Path | None) -> int:
     from warehouse.lake import copy_warehouse
 
-    out.mkdir(parents=True, exist_ok=True)
-    for name, source in prepare(inputs, repo).items():
+    differ = 0
+    for name in LOADS:
         db = out / name / "w.duckdb"
-        db.parent.mkdir(parents=True, exist_ok=True)
-        copy_warehouse(source, db)
+        shutil.rmtree(db.parent, ignore_errors=True)
+        db.parent.mkdir(parents=True)
+        copy_warehouse(loaded(inputs, repo, name), db)
         ragledger(repo, db, "build", "--full-refresh", timed=out / f"{name}.cpu")
-        text = "\n".join(table_lines(repo, db)) + "\n"
-        (out / f"{name}.txt").write_text(text)
+        lines = table_lines(repo, db)
+        (out / f"{name}.txt").write_text("\n".join(lines) + "\n")
         cpu = sum(map(float, (out / f"{name}.cpu").read_text().split()))
-        print(f"{name}: build {cpu:.2f} CPU s\n{text}", end="")
-
-
-def compare(before: Path, after: Path) -> int:
-    bad = 0
-    for name in ("demo", "matrix"):
-        a = (before / f"{name}.txt").read_text().splitlines()
-        b = (after / f"{name}.txt").read_text().splitlines()
-        for line in sorted(set(a) ^ set(b)):
-            bad += 1
-            print(f"{name}: {'before' if line in a else 'after '} {line}")
-        if a == b:
-            print(f"{name}: {len(a)} marts identical")
-    print("all identical" if not bad else f"{bad} line(s) differ")
-    return 1 if bad else 0
+        print(f"{name}: build {cpu:.2f} CPU s", *lines, sep="\n")
+        if against is not None:
+            before = (against / f"{name}.txt").read_text().splitlines()
+            for line in sorted(set(before) ^ set(lines)):
+                differ += 1
+                print(f"DIFFERS ({'before' if line in before else 'after'}): {line}")
+            if before == lines:
+                print(f"{name}: {len(lines)} marts identical to {against}")
+    return 1 if differ else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    cap = sub.add_parser("capture")
-    cap.add_argument("out", type=Path)
-    cap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
-    cap.add_argument("--inputs", type=Path, default=Path("/tmp/mart_identity_inputs"))
-    cmp_ = sub.add_parser("compare")
-    cmp_.add_argument("before", type=Path)
-    cmp_.add_argument("after", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument(
+        "--repo", type=Path, default=Path(__file__).resolve().parents[1]
+    )
+    parser.add_argument(
+        "--inputs", type=Path, default=Path("/tmp/mart_identity_inputs")
+    )
+    parser.add_argument("--against", type=Path, help="an earlier OUT to compare with")
     args = parser.parse_args(argv)
-    if args.command == "capture":
-        capture(args.out, args.repo.resolve(), args.inputs)
-        return 0
-    return compare(args.before, args.after)
+    return run(args.out, args.repo.resolve(), args.inputs, args.against)
 
 
 if __name__ == "__main__":

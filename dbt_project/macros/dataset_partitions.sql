@@ -18,12 +18,9 @@
     unit tests), nothing is filtered and the strategy replaces every row.
 #}
 
-{% macro is_partial_refresh() -%}
-    {#- True while `ragledger build` refreshes only the changed datasets. -#}
+{% macro has_changed_datasets() -%}
+    {#- True when `ragledger build` wrote the changed datasets: a partial refresh. -#}
     {%- if not execute or target.name != 'build' -%}
-        {{ return(false) }}
-    {%- endif -%}
-    {%- if model is not mapping or model.get('resource_type') != 'model' -%}
         {{ return(false) }}
     {%- endif -%}
     {%- set table = adapter.get_relation(
@@ -35,18 +32,38 @@
 {%- endmacro %}
 
 
+{% macro is_partial_refresh() -%}
+    {#- True while a model is built by a partial refresh. -#}
+    {%- if model is not mapping or model.get('resource_type') != 'model' -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {{ return(has_changed_datasets()) }}
+{%- endmacro %}
+
+
 {% macro changed_datasets_table() -%}
     {{ adapter.quote(target.database) }}.ragledger_build.changed_datasets
 {%- endmacro %}
 
 
+{% macro dataset_changed(column) -%}
+    {#- The row's dataset changed (partial refresh only). -#}
+    {{ column }} in (select dataset_id from {{ changed_datasets_table() }})
+{%- endmacro %}
+
+
+{% macro panel_changed(column) -%}
+    {#- The row's panel belongs to a changed dataset (partial refresh only). -#}
+    {{ column }} in (
+        select panel_id from {{ panels_relation() }}
+        where {{ dataset_changed('dataset_id') }}
+    )
+{%- endmacro %}
+
+
 {% macro in_changed_datasets(column='dataset_id') -%}
     {#- A predicate: the row's dataset changed (always true on a full build). -#}
-    {%- if is_partial_refresh() -%}
-        {{ column }} in (select dataset_id from {{ changed_datasets_table() }})
-    {%- else -%}
-        true
-    {%- endif -%}
+    {{ dataset_changed(column) if is_partial_refresh() else 'true' }}
 {%- endmacro %}
 
 
@@ -66,15 +83,9 @@
 
 
 {% macro in_changed_panels(column='panel_id') -%}
-    {#- A predicate: the row's panel belongs to a changed dataset. -#}
-    {%- if is_partial_refresh() -%}
-        {{ column }} in (
-            select panel_id from {{ panels_relation() }}
-            where dataset_id in (select dataset_id from {{ changed_datasets_table() }})
-        )
-    {%- else -%}
-        true
-    {%- endif -%}
+    {#- A predicate: the row's panel belongs to a changed dataset (always true on
+        a full build). -#}
+    {{ panel_changed(column) if is_partial_refresh() else 'true' }}
 {%- endmacro %}
 
 
@@ -93,11 +104,11 @@
     {% if not is_partial_refresh() -%}
     where true
     {%- elif key == 'dataset_id' -%}
-    where dataset_id in (select dataset_id from {{ changed_datasets_table() }})
+    where {{ dataset_changed('dataset_id') }}
     {%- else -%}
     where panel_id not in (
         select distinct panel_id from {{ panels_relation() }}
-        where dataset_id not in (select dataset_id from {{ changed_datasets_table() }})
+        where not ({{ dataset_changed('dataset_id') }})
     )
     {%- endif %};
     insert into {{ target_relation }} ({{ columns }})
@@ -127,7 +138,7 @@
 
 {% macro partition_test_filter(relation) -%}
     {#- The partition predicate for a test of `relation`, or '' (no filter). -#}
-    {%- if not execute or target.name != 'build' or relation.identifier is none -%}
+    {%- if not execute or relation.identifier is none -%}
         {{ return('') }}
     {%- endif -%}
     {%- set node = (graph.nodes.values()
@@ -135,27 +146,13 @@
         | selectattr('alias', 'equalto', relation.identifier)
         | list) -%}
     {%- set strategy = node[0].config.get('incremental_strategy') if node else none -%}
-    {%- if strategy != 'dataset_partitions' -%}
-        {{ return('') }}
-    {%- endif -%}
-    {%- set table = adapter.get_relation(
-        database=target.database,
-        schema='ragledger_build',
-        identifier='changed_datasets'
-    ) -%}
-    {%- if table is none -%}
+    {%- if strategy != 'dataset_partitions' or not has_changed_datasets() -%}
         {{ return('') }}
     {%- endif -%}
     {%- if node[0].config.get('partition_key', 'dataset_id') == 'dataset_id' -%}
-        {{ return(
-            'dataset_id in (select dataset_id from '
-            ~ changed_datasets_table() ~ ')'
-        ) }}
+        {{ return(dataset_changed('dataset_id')) }}
     {%- endif -%}
-    {{ return(
-        'panel_id in (select panel_id from ' ~ panels_relation()
-        ~ ' where dataset_id in (select dataset_id from ' ~ changed_datasets_table() ~ '))'
-    ) }}
+    {{ return(panel_changed('panel_id')) }}
 {%- endmacro %}
 
 

@@ -13,58 +13,21 @@ panel_cells as (
     select
         panel_id,
         dataset_id,
-        item_id,
-        reader_id,
         metric,
-        seed,
-        budget_tokens,
-        raw_policy_id,
-        compressed_policy_id
+        raw_scorer_version,
+        compressed_scorer_version
     from {{ ref('int_panel_cells') }}
-
-),
-
-outcomes as (
-
-    select
-        dataset_id,
-        item_id,
-        reader_id,
-        policy_id,
-        budget_tokens,
-        metric,
-        seed,
-        scorer_version
-    from {{ ref('int_outcomes_unioned') }}
 
 ),
 
 cell_scorers as (
 
     select
-        panel_cells.panel_id,
-        panel_cells.dataset_id,
-        panel_cells.metric,
-        panel_cells.reader_id,
-        outcomes.scorer_version
+        panel_id,
+        dataset_id,
+        metric,
+        unnest([raw_scorer_version, compressed_scorer_version]) as scorer_version
     from panel_cells
-    inner join outcomes
-        on
-            panel_cells.dataset_id = outcomes.dataset_id
-            and panel_cells.item_id = outcomes.item_id
-            and panel_cells.reader_id = outcomes.reader_id
-            and panel_cells.metric = outcomes.metric
-            and panel_cells.seed = outcomes.seed
-            and (
-                (
-                    panel_cells.raw_policy_id = outcomes.policy_id
-                    and outcomes.budget_tokens = 0
-                )
-                or (
-                    panel_cells.compressed_policy_id = outcomes.policy_id
-                    and panel_cells.budget_tokens = outcomes.budget_tokens
-                )
-            )
 
 ),
 

@@ -27,7 +27,7 @@ import warehouse
 from warehouse import dbt_runner, schema
 
 EXPOSURES = {"audit_report", "ragledger_panels", "bi_snapshot"}
-SOURCE_SYSTEMS = {"matrix", "ragscale", "benchmarks", "ragledger", "analysis"}
+SOURCE_SYSTEMS = {"matrix", "benchmarks", "ragledger", "analysis"}
 STAGING_FILES = sorted(
     (dbt_runner.PROJECT_DIR / "models" / "staging").glob("*/stg_*.sql")
 )
@@ -343,7 +343,7 @@ def test_every_source_staging_and_intermediate_column_in_the_catalog_is_describe
     assert staged == len(STAGING_FILES)
     assert problems == []
     # the shared definitions are rendered from the docs blocks
-    generations = manifest["sources"]["source.ragledger.ragscale.generations"]
+    generations = manifest["sources"]["source.ragledger.ragledger.generations"]
     assert generations["columns"]["generation_id"]["description"].startswith(
         "One reader call: sha256"
     )

@@ -15,25 +15,7 @@ with
 
 panel_cells as (
 
-    select
-        panel_id,
-        panel_name,
-        panel_key_id,
-        panel_kind,
-        panel_definition_name,
-        source,
-        dataset_id,
-        metric,
-        raw_policy_id,
-        compressed_policy_id,
-        budget_tokens,
-        seed,
-        reader_id,
-        reader_family,
-        item_id,
-        is_binary_metric,
-        compressed_artifact_hash
-    from {{ ref('int_panel_cells') }}
+    select * from {{ ref('int_panel_cells') }}
     where {{ in_changed_datasets('dataset_id') }}
 
 ),
@@ -103,7 +85,6 @@ panels_judged as (
 
     select
         panels_aggregated.*,
-        rows_judged.offending_row_count,
         coalesce(excluded_readers.excluded_reader_count, 0)
             as excluded_reader_count,
         case

@@ -18,26 +18,7 @@ with
 
 outcomes as (
 
-    select
-        source,
-        dataset_id,
-        item_id,
-        reader_id,
-        reader_family,
-        policy_id,
-        policy_kind,
-        budget_tokens,
-        metric,
-        seed,
-        score,
-        is_binary_metric,
-        evidence_hash,
-        answer,
-        prompt_tokens,
-        question_type,
-        item_metadata_json,
-        source_transition_type
-    from {{ ref('int_outcomes_unioned') }}
+    select * from {{ ref('int_outcomes_unioned') }}
     where {{ in_changed_datasets('dataset_id') }}
 
 ),
@@ -73,6 +54,8 @@ outcomes_paired as (
         compressed_outcomes.budget_tokens,
         raw_outcomes.score as raw_score,
         compressed_outcomes.score as compressed_score,
+        raw_outcomes.scorer_version as raw_scorer_version,
+        compressed_outcomes.scorer_version as compressed_scorer_version,
         compressed_outcomes.is_binary_metric,
         raw_outcomes.evidence_hash as raw_evidence_hash,
         compressed_outcomes.evidence_hash as compressed_artifact_hash,

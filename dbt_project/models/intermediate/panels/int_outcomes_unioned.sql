@@ -19,14 +19,6 @@
 #}
 with
 
-generations_unioned as (
-
-    select * from {{ ref('stg_ragscale__generations') }}
-    union all
-    select * from {{ ref('stg_ragledger__generations') }}
-
-),
-
 generations as (
 
     select
@@ -42,18 +34,10 @@ generations as (
         prompt_tokens,
         generation_status,
         created_at
-    from generations_unioned
+    from {{ ref('stg_ragledger__generations') }}
     where
         generation_status in ('ok', 'empty')
         and {{ in_changed_datasets('dataset_id') }}
-
-),
-
-scores_unioned as (
-
-    select * from {{ ref('stg_ragscale__scores') }}
-    union all
-    select * from {{ ref('stg_ragledger__scores') }}
 
 ),
 
@@ -64,7 +48,7 @@ scores as (
         metric,
         score,
         scorer_version
-    from scores_unioned
+    from {{ ref('stg_ragledger__scores') }}
     where score_status = 'ok' and score is not null
 
 ),

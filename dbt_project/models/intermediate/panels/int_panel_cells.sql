@@ -57,6 +57,8 @@ cells_in_footprint as (
         paired_outcomes.budget_tokens,
         paired_outcomes.raw_score,
         paired_outcomes.compressed_score,
+        paired_outcomes.raw_scorer_version,
+        paired_outcomes.compressed_scorer_version,
         paired_outcomes.is_binary_metric,
         paired_outcomes.raw_evidence_hash,
         paired_outcomes.compressed_artifact_hash,

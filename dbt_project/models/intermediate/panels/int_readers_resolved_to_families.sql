@@ -5,22 +5,6 @@
 #}
 with
 
-readers_unioned_across_sources as (
-
-    select
-        reader_id,
-        reader_model,
-        declared_family
-    from {{ ref('stg_ragscale__readers') }}
-    union all
-    select
-        reader_id,
-        reader_model,
-        declared_family
-    from {{ ref('stg_ragledger__readers') }}
-
-),
-
 readers as (
 
     select
@@ -28,7 +12,7 @@ readers as (
         reader_model,
         nullif(declared_family, '') as declared_family,
         1 as source_rank
-    from readers_unioned_across_sources
+    from {{ ref('stg_ragledger__readers') }}
 
 ),
 

@@ -9,18 +9,7 @@ with
 audits as (
 
     select
-        audit_id,
-        panel_id,
-        input_fingerprint,
-        panel_name,
-        metric,
-        audit_mode,
-        declared_pair,
-        code_version,
-        settings_json,
-        seed,
-        is_binary_metric,
-        audited_at,
+        *,
         cast(json_extract(summary_json, '$.panel.rows') as bigint)
             as audited_row_count
     from {{ ref('stg_analysis__audits') }}

@@ -9,19 +9,7 @@ with
 
 reader_results as (
 
-    select
-        audit_id,
-        panel_id,
-        reader_id,
-        reader_family,
-        code_version,
-        raw_mean,
-        compressed_mean,
-        gain,
-        rescue_value,
-        damage_value,
-        cell_count
-    from {{ ref('stg_analysis__reader_results') }}
+    select * from {{ ref('stg_analysis__reader_results') }}
 
 ),
 

@@ -6,21 +6,7 @@ with
 
 statistics as (
 
-    select
-        audit_id,
-        panel_id,
-        input_fingerprint,
-        metric,
-        statistic,
-        null_reason,
-        counts_json,
-        code_version,
-        estimate,
-        interval_low,
-        interval_high,
-        seed,
-        draw_count
-    from {{ ref('stg_analysis__statistics') }}
+    select * from {{ ref('stg_analysis__statistics') }}
 
 ),
 

@@ -1,6 +1,7 @@
 {#
-    ragledger's own reader calls (`ragledger replay`): the generations that
-    were not imported from a file (no source_file_sha256).
+    Every reader call: ragledger's own replays (no source_file_sha256) and
+    the answers imported from ragscale runs (`ragledger ingest ragscale`,
+    source_file_sha256 names the paired_scores.csv / records.jsonl).
 #}
 with
 
@@ -48,7 +49,6 @@ renamed as (
         created_at
 
     from source
-    where source_file_sha256 is null
 
 )
 

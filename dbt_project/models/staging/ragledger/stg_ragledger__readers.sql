@@ -1,4 +1,7 @@
-{# Readers configured for ragledger's own replays. #}
+{#
+    Every reader: those configured for ragledger's own replays and those of
+    imported ragscale runs (backend 'ragscale-import').
+#}
 with
 
 source as (
@@ -27,7 +30,6 @@ renamed as (
         created_at
 
     from source
-    where backend <> 'ragscale-import'
 
 )
 

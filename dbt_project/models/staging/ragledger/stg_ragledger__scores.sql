@@ -1,6 +1,7 @@
 {#
-    Scores ragledger computed itself (replayed answers, judges), also on
-    imported answers: no source file.
+    Every score in force: those ragledger computed itself (replayed answers,
+    judges, rescores, also of imported answers: no source file) and those
+    imported with ragscale runs (source_file_sha256 set).
 #}
 with
 
@@ -30,7 +31,6 @@ renamed as (
         created_at
 
     from source
-    where source_file_sha256 is null
 
 )
 

@@ -54,8 +54,10 @@ GROUP_BY = (
     "select dataset_id, policy_id, count(*) as outcomes, avg(score) as accuracy "
     "from marts.fct_outcomes group by all order by all"
 )
+#: The audited panel: the largest 20-reader one. Its rows grow with the size (the
+#: generator scales items), so the audit's cost grows with them: it is printed.
 PANEL_QUERY = (
-    "select panel_id from marts.dim_panels where reader_count = 20 "
+    "select panel_id, row_count from marts.dim_panels where reader_count = 20 "
     "order by row_count desc, panel_id limit 1"
 )
 
@@ -206,10 +208,12 @@ class Day:
         if panel is None:
             print("  audit: no 20-reader panel in marts.dim_panels")  # noqa: T201
         else:
-            self.step("audit (20-reader panel)", self.cli("audit", "--panel", panel))
+            print(f"  audit: panel {panel[0]}, {panel[1]} rows x 20 readers")  # noqa: T201
+            self.step("audit (20-reader panel)", self.cli("audit", "--panel", panel[0]))
         return self.steps
 
-    def _panel(self) -> str | None:
+    def _panel(self) -> tuple[str, str] | None:
+        """The audited panel's id and row count."""
         found = subprocess.run(
             self.cli("sql", PANEL_QUERY, "--format", "csv"),
             env=self.env,
@@ -218,7 +222,10 @@ class Day:
             check=False,
         )
         lines = [line for line in found.stdout.splitlines() if line.strip()]
-        return lines[1].strip() if len(lines) > 1 else None
+        if len(lines) < 2:
+            return None
+        panel_id, rows = lines[1].strip().split(",")
+        return panel_id, rows
 
 
 def write_small(path: Path, rows: int = SMALL_ROWS, seed: int = 99) -> None:

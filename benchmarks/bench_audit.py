@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.settings import DEFAULTS  # the audit's defaults: one source
+from warehouse.file_formats import PAIRED_SCORES_REQUIRED
 
 M, N = 20, 500
 GAP, SEED, LEVEL = DEFAULTS.gap, DEFAULTS.seed, DEFAULTS.level
@@ -59,19 +60,8 @@ def write_paired_scores(path: Path, raw, comp, readers, families) -> Path:  # no
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(
-            [
-                "example_id",
-                "reader",
-                "reader_key",
-                "reader_family",
-                "raw_score",
-                "compressed_score",
-                "candidate_pool_id",
-                "compressed_artifact_hash",
-                "compressor_id",
-                "raw_policy_id",
-                "metric",
-            ]
+            # the required columns, with ragscale's optional reader_key
+            [*PAIRED_SCORES_REQUIRED[:2], "reader_key", *PAIRED_SCORES_REQUIRED[2:]]
         )
         for i in range(N):
             for r in range(M):

@@ -34,6 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.echo_server import echo_server
 from benchmarks.matrix_file import COLUMNS, iter_rows, write_matrix
 
 REPO = Path(__file__).resolve().parents[1]
@@ -189,21 +190,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--small", type=int, default=20)
     parser.add_argument("--calls", type=int, default=1_000)
     args = parser.parse_args(argv or [])
-    server = subprocess.Popen(
-        [sys.executable, "-m", "generation.server", "--model", "echo"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        url = server.stdout.readline().strip()
+    with echo_server() as url:
         for size in args.size or ["1x"]:
             with tempfile.TemporaryDirectory(prefix=f"ragledger-maintain-{size}-") as d:
                 run(Path(d), size, args, url)
-    finally:
-        server.terminate()
-        server.wait()
 
 
 if __name__ == "__main__":

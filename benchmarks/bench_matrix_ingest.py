@@ -18,7 +18,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import warehouse
+from benchmarks import print_machine_load
 from benchmarks.matrix_file import write_matrix
 from ingest.matrix import load_matrix
 
@@ -74,12 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="ragledger-bench-") as scratch:
         work = args.workdir or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
-        load = os.getloadavg()
-        print(  # noqa: T201
-            f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} "
-            f"{load[2]:.1f} (other work on the machine inflates wall times)",
-            flush=True,
-        )
+        print_machine_load()
         packed = work / "interaction_matrix.csv.gz"
         plain = work / "interaction_matrix.csv"
         wall, _, count = _timed(lambda: write_matrix(packed, seed=args.seed))

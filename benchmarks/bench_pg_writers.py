@@ -47,6 +47,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.echo_server import echo_server
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "data" / "examples" / "ragscale-openrouter-hotpotqa"
 DATASET = "hotpotqa-demo-100"
@@ -278,12 +280,7 @@ def run(
         )
         figures.calls_expected[f"echo-{k}"] = keys * seeds
         files.append(path)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "generation.server", "--model", "echo"],
-        cwd=REPO, stdout=subprocess.PIPE, text=True, env=envs[0],
-    )  # fmt: skip
-    try:
-        url = server.stdout.readline().strip()
+    with echo_server(envs[0]) as url:
         config = folder / "readers.yaml"
         config.write_text(
             "readers:\n"
@@ -298,9 +295,6 @@ def run(
                   figures, seeds=seeds, limit=limit, batch_calls=batch_calls,
                   concurrency=concurrency)  # fmt: skip
         figures.commits += _snapshots(catalog, data_path)
-    finally:
-        server.terminate()
-        server.wait()
     _final(catalog, data_path, figures)
     return figures
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.echo_server import echo_server
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "data" / "examples" / "ragscale-openrouter-hotpotqa"
@@ -37,46 +37,35 @@ def main(argv: list[str]) -> None:
     from ingest.ragscale import load_ragscale
 
     seeds = max(1, -(-args.calls // 200))
-    server = subprocess.Popen(
-        [sys.executable, "-m", "generation.server", "--model", "echo"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = server.stdout.readline().strip()
-        with tempfile.TemporaryDirectory() as folder:
-            db = Path(folder) / "warehouse.duckdb"
-            con = warehouse.connect(db)
-            load_ragscale(con, EXAMPLE)
-            config = Path(folder) / "readers.yaml"
-            config.write_text(
-                "readers:\n  echo:\n    model: openai/echo\n    family: echo\n"
-                f"    api_base: {url}\n    parameters: {{max_tokens: 8}}\n"
-            )
-            reader = load_reader_config(config).reader("echo")
-            count = "select count(*) from ducklake_snapshots('lake')"
-            before = con.execute(count).fetchone()[0]
-            usage = resource.getrusage(resource.RUSAGE_SELF)
-            cpu = usage.ru_utime + usage.ru_stime
-            clock = time.perf_counter()
-            summary = replay(
-                con,
-                DATASET,
-                [reader],
-                ["raw", SUMMARY],
-                seeds=list(range(seeds)),
-                concurrency=args.concurrency,
-                retry=RetryPolicy(backoff_base_s=0.0),
-            )
-            wall = time.perf_counter() - clock
-            usage = resource.getrusage(resource.RUSAGE_SELF)
-            cpu = usage.ru_utime + usage.ru_stime - cpu
-            snapshots = con.execute(count).fetchone()[0] - before
-            con.close()
-    finally:
-        server.terminate()
-        server.wait()
+    with echo_server() as url, tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "warehouse.duckdb"
+        con = warehouse.connect(db)
+        load_ragscale(con, EXAMPLE)
+        config = Path(folder) / "readers.yaml"
+        config.write_text(
+            "readers:\n  echo:\n    model: openai/echo\n    family: echo\n"
+            f"    api_base: {url}\n    parameters: {{max_tokens: 8}}\n"
+        )
+        reader = load_reader_config(config).reader("echo")
+        count = "select count(*) from ducklake_snapshots('lake')"
+        before = con.execute(count).fetchone()[0]
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = usage.ru_utime + usage.ru_stime
+        clock = time.perf_counter()
+        summary = replay(
+            con,
+            DATASET,
+            [reader],
+            ["raw", SUMMARY],
+            seeds=list(range(seeds)),
+            concurrency=args.concurrency,
+            retry=RetryPolicy(backoff_base_s=0.0),
+        )
+        wall = time.perf_counter() - clock
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = usage.ru_utime + usage.ru_stime - cpu
+        snapshots = con.execute(count).fetchone()[0] - before
+        con.close()
     print(  # noqa: T201
         f"calls made {summary.made} (ok {summary.ok}), lake snapshots {snapshots} "
         f"(summary: {summary.commits} commits), wall {wall:.1f} s, "

@@ -44,6 +44,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from benchmarks import print_machine_load
 from benchmarks.matrix_file import COLUMNS, iter_rows, write_matrix
 
 REPO = Path(__file__).resolve().parents[1]
@@ -306,12 +307,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.matrix and len(sizes) > 1:
         parser.error("--matrix names one file: give one --size")
     OUT.mkdir(parents=True, exist_ok=True)
-    load = os.getloadavg()
-    print(  # noqa: T201
-        f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} "
-        f"{load[2]:.1f} (other work inflates wall times, and CPU a little)",
-        flush=True,
-    )
+    print_machine_load()
     for size in sizes:
         work = (
             (args.keep / size)

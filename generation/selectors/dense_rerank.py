@@ -47,7 +47,10 @@ PREFIX = (
 )
 SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 MAX_LENGTH = 8192
-BATCH_SIZE = 8
+#: Documents per forward pass unless the ``batch_size`` option says otherwise:
+#: one, unpadded (CoRA-Bench batches 8 with left padding on a GPU; on the CPU
+#: the padded batch costs more per document and ties scores to batch-mates).
+DEFAULT_BATCH_SIZE = 1
 #: Weights' dtype unless the ``dtype`` option says otherwise.
 DEFAULT_DTYPE = "bfloat16"
 DTYPES = ("bfloat16", "float32")
@@ -117,10 +120,19 @@ def check_causal_lm(name_or_path: str) -> None:
 
 
 def yes_probabilities(
-    model: Any, tokenizer: Any, query: str, documents: Sequence[str]
+    model: Any,
+    tokenizer: Any,
+    query: str,
+    documents: Sequence[str],
+    batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> np.ndarray:
-    """P(yes) for each document under the yes/no judge prompt (batches of
-    :data:`BATCH_SIZE` in the given order, :data:`THREADS` torch threads)."""
+    """P(yes) for each document under the yes/no judge prompt, on
+    :data:`THREADS` torch threads.
+
+    ``batch_size`` 1 (the default) runs each document as its own unpadded
+    sequence, so its score is a function of (query, document) alone; more runs
+    left-padded batches in the given order, where a document's last bits
+    depend on its batch-mates' lengths (the padding shifts its positions)."""
     import torch
 
     yes_id = _single_token(tokenizer, "yes")
@@ -135,23 +147,26 @@ def yes_probabilities(
     threads = torch.get_num_threads()
     torch.set_num_threads(THREADS)
     try:
-        for start in range(0, len(documents), BATCH_SIZE):
-            batch = documents[start : start + BATCH_SIZE]
+        for start in range(0, len(documents), batch_size):
             rows = []
-            for doc in batch:
+            for doc in documents[start : start + batch_size]:
                 body = f"<Instruct>: {INSTRUCTION}\n<Query>: {query}\n<Document>: {doc}"
                 ids = tokenizer.encode(body, add_special_tokens=False)[:room]
                 rows.append(prefix_ids + ids + suffix_ids)
             width = max(len(r) for r in rows)
             input_ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rows])
-            mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+            mask = None  # no padding: plain causal attention
+            if any(len(r) < width for r in rows):
+                mask = torch.tensor(
+                    [[0] * (width - len(r)) + [1] * len(r) for r in rows]
+                )
             with torch.inference_mode():
                 logits = model(
                     input_ids=input_ids, attention_mask=mask, logits_to_keep=1
                 ).logits[:, -1, :]
                 pair = torch.stack([logits[:, no_id], logits[:, yes_id]], dim=1)
                 yes = torch.softmax(pair.float(), dim=1)[:, 1]
-            out[start : start + len(batch)] = yes.numpy()
+            out[start : start + len(rows)] = yes.numpy()
     finally:
         torch.set_num_threads(threads)
     return out
@@ -173,13 +188,24 @@ class DenseRerankSelector(DenseSelector):
         model: str = DEFAULT_EMBEDDER,
         reranker: str = DEFAULT_RERANKER,
         dtype: str = DEFAULT_DTYPE,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         **options: Any,
     ) -> None:
         if dtype not in DTYPES:
             raise ValueError(
                 f"`dtype` must be one of {', '.join(DTYPES)}, got {dtype!r}"
             )
-        super().__init__(model=model, reranker=reranker, dtype=dtype, **options)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+            raise ValueError(f"`batch_size` must be an integer, got {batch_size!r}")
+        if batch_size < 1:
+            raise ValueError(f"`batch_size` must be at least 1, got {batch_size}")
+        super().__init__(
+            model=model,
+            reranker=reranker,
+            dtype=dtype,
+            batch_size=batch_size,
+            **options,
+        )
         self.producer_model = reranker
         self._ranks: dict[tuple[str, int], list[int]] = {}
 
@@ -203,7 +229,11 @@ class DenseRerankSelector(DenseSelector):
                 self.options["reranker"], self.options["dtype"]
             )
             probs = yes_probabilities(
-                model, tokenizer, query, [chunks[i].text for i in candidates]
+                model,
+                tokenizer,
+                query,
+                [chunks[i].text for i in candidates],
+                self.options["batch_size"],
             )
             self._ranks.clear()
             self._ranks[key] = [candidates[i] for i in order_by_score(probs)]

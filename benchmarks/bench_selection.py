@@ -23,20 +23,26 @@ vocabulary, with one needle sentence at 60% depth), then measures
 * dense_rerank (all-MiniLM-L6-v2 candidates, SmolLM2-135M-Instruct reranker) of
   one ``--rerank-tokens`` (128,000) document at each of ``--rerank-budgets``
   (32000,64000,128000), each selection in a fresh child process (so its CPU time
-  and peak RSS are its own: imports, model loads, chunk embeddings, reranking),
-  twice per budget: first time (an empty embedding store, a fresh warehouse file)
-  and from the store (the same file, now holding the chunk vectors). Per run: CPU
-  seconds (all threads), wall seconds, max RSS, chunks embedded / reused, chunks
-  reranked, and whether both runs selected the identical text (determinism).
-  The document is made before the clock starts. ``--rerank-dtype`` picks the
-  reranker's weights (bfloat16, the default, or float32).
+  and peak RSS are its own: imports, model loads, chunk embeddings, reranking):
+  the first ``--rerank-setting`` the first time (an empty embedding store, a
+  fresh warehouse file), then every setting from the store (the same file, now
+  holding the chunk vectors). A setting is selector options
+  (``batch_size=8,dtype=float32``; repeatable; default: the selector's
+  defaults; ``--rerank-dtype`` sets the dtype of all). Per run: CPU seconds (all
+  threads) with the chunk vectors', the reranker load's and the scoring's share
+  and the scoring CPU per candidate, wall seconds, max RSS, chunks embedded /
+  reused, chunks reranked; per budget, whether the first setting's two runs
+  selected the identical text (determinism) and how many chosen chunks each
+  other setting shares with the first. ``--rerank-first-only``: the first
+  setting's first-time run only. The document is made before the clock starts.
 
 Usage::
 
     python -m benchmarks selection [--tokens 256000] [--budget 128000]
         [--haystack-tokens 128000] [--questions 10] [--dense-budgets 16000,32000,64000]
         [--rerank-tokens 128000] [--rerank-budgets 32000,64000,128000]
-        [--rerank-dtype bfloat16] [--skip-dense] [--skip-lexical] [--skip-rerank]
+        [--rerank-setting OPTIONS ...] [--rerank-dtype DTYPE] [--rerank-first-only]
+        [--skip-dense] [--skip-lexical] [--skip-rerank]
 """
 
 from __future__ import annotations

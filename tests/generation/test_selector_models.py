@@ -161,12 +161,32 @@ def test_rerank_scores_match_unbatched_p_yes_and_leave_torch_threads_alone():
     model, tokenizer = load_reranker("smollm2-135m-instruct", "bfloat16")
     assert model.dtype == torch.bfloat16
     threads = torch.get_num_threads()
-    batched = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS)
+    scores = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS)
     assert torch.get_num_threads() == threads
     by_hand = [_p_yes_by_hand(model, tokenizer, QUESTION, d) for d in DOCUMENTS]
+    # one unpadded sequence per document: the model's own computation
+    np.testing.assert_array_equal(scores, by_hand)
+    batched = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS, batch_size=8)
+    assert torch.get_num_threads() == threads
     # left padding changes bfloat16 sums in the last bits only
     np.testing.assert_allclose(batched, by_hand, atol=0.02)
     assert len(set(np.round(by_hand, 3))) == len(DOCUMENTS)
+
+
+@pytest.mark.slow
+def test_rerank_scores_do_not_depend_on_batch_mates_or_order():
+    from generation.selectors.dense_rerank import load_reranker, yes_probabilities
+
+    model, tokenizer = load_reranker("smollm2-135m-instruct", "bfloat16")
+    together = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS)
+    alone = [yes_probabilities(model, tokenizer, QUESTION, [d])[0] for d in DOCUMENTS]
+    reversed_ = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS[::-1])
+    np.testing.assert_array_equal(together, alone)
+    np.testing.assert_array_equal(together, reversed_[::-1])
+    # what batch_size=8 trades away: a padded document's score moves with the
+    # longest of its batch-mates
+    padded = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS, batch_size=8)
+    assert not np.array_equal(padded, alone)
 
 
 @pytest.mark.slow

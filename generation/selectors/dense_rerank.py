@@ -44,9 +44,11 @@ from typing import Any
 
 import numpy as np
 
-from generation.chunking import Chunk
-from generation.selectors.base import ModelUnavailableError
+from generation.chunking import Chunk, merge_intervals
+from generation.packing import SourceUnion
+from generation.selectors.base import ModelUnavailableError, Selection
 from generation.selectors.dense import DEFAULT_EMBEDDER, DenseSelector
+from generation.tokens import count_tokens
 from warehouse.text_rules import order_by_score
 
 DEFAULT_RERANKER = "smollm2-135m-instruct"
@@ -219,6 +221,38 @@ class DenseRerankSelector(DenseSelector):
         )
         self.producer_model = reranker
         self._ranks: dict[tuple[str, int], list[int]] = {}
+        self._source: str | None = None  # the context while _select runs
+
+    def _select(
+        self, query: str, context: str, budget: int | None, source_tokens: int
+    ) -> Selection:
+        self._source = context
+        try:
+            return super()._select(query, context, budget, source_tokens)
+        finally:
+            self._source = None
+
+    def whole_pool_fits(self, pool: Sequence[Chunk], budget: int) -> bool:
+        """True when the packer keeps all of ``pool`` in every order, so the
+        selection (text, spans, chunk ids) cannot depend on the reranking.
+
+        union: the conservative cost of the whole pool (merged token spans plus
+        joiners; it only grows as chunks are added, so every ranked prefix passes)
+        and the re-count of its render are within ``budget``. concat: the summed
+        chunk costs and the re-count of the source-order render are."""
+        if not pool:
+            return True
+        if self.options["packing"] == "union":
+            spans = merge_intervals((c.token_start, c.token_end) for c in pool)
+            if sum(e - s for s, e in spans) + len(spans) - 1 > budget:
+                return False
+            if self._source is None:  # rank called outside select: no render
+                return False
+            return count_tokens(SourceUnion(self._source).render(pool)) <= budget
+        if sum(count_tokens(c.text) for c in pool) + len(pool) - 1 > budget:
+            return False
+        ordered = sorted(pool, key=lambda c: c.original_order)
+        return count_tokens("\n".join(c.text for c in ordered)) <= budget
 
     def check_available(self) -> None:
         super().check_available()
@@ -236,6 +270,12 @@ class DenseRerankSelector(DenseSelector):
         )
         if key not in self._ranks:
             candidates = order_by_score(self.dense_scores(query, chunks))[:need]
+            if budget is not None and self.whole_pool_fits(
+                [chunks[i] for i in candidates], budget
+            ):
+                # every order selects the same text: no scores needed (not
+                # cached: whether the pool fits depends on more than ``need``)
+                return candidates
             model, tokenizer = load_reranker(
                 self.options["reranker"], self.options["dtype"]
             )

@@ -58,3 +58,45 @@ def test_a_stored_v1_without_batch_size_refuses_the_default_and_names_v2(tmp_pat
         register_policy(con, get_policy("dense_rerank", version=2))
     finally:
         con.close()
+
+
+def _pack(selector, context, ranked, budget):
+    from generation.packing import SourceUnion, pack_concatenation
+
+    if selector.options["packing"] == "union":
+        return SourceUnion(context).pack(ranked, budget)
+    return pack_concatenation(ranked, budget)
+
+
+@pytest.mark.parametrize("packing", ["union", "concat"])
+def test_a_pool_that_fits_whole_packs_the_same_in_every_order(packing):
+    """whole_pool_fits is the exact condition for skipping the reranker: where it
+    holds every order of the pool packs to the same selection, all of it."""
+    import random
+
+    from generation.tokens import count_tokens
+
+    context = " ".join(f"Line {n} puts item {n} in room {n % 7}." for n in range(90))
+    selector = DenseRerankSelector(chunk_size=16, chunk_overlap=4, packing=packing)
+    chunks = selector.chunker.chunk(context)
+    rng = random.Random(5768)
+    pool = rng.sample(chunks, len(chunks) // 2)
+    selector._source = context  # as during select
+    fits = [
+        b for b in range(count_tokens(context)) if selector.whole_pool_fits(pool, b)
+    ]
+    assert fits and fits == list(range(fits[0], count_tokens(context)))
+    lowest = fits[0]
+    packs = [_pack(selector, context, pool, lowest)]
+    for _ in range(6):
+        rng.shuffle(pool)
+        packs.append(_pack(selector, context, pool, lowest))
+    assert {(p.text, p.chunks, p.clipped) for p in packs} == {
+        (packs[0].text, packs[0].chunks, False)
+    }
+    assert len(packs[0].chunks) == len(pool)
+    # one token less: some order keeps less than the whole pool
+    assert len(_pack(selector, context, pool, lowest - 1).chunks) < len(pool)
+    selector._source = None
+    if packing == "union":  # rank outside select cannot render: no shortcut
+        assert not selector.whole_pool_fits(pool, lowest)

@@ -31,7 +31,7 @@ vocabulary, with one needle sentence at 60% depth), then measures
   defaults; ``--rerank-dtype`` sets the dtype of all). Per run: CPU seconds (all
   threads) with the chunk vectors', the reranker load's and the scoring's share
   and the scoring CPU per candidate, wall seconds, max RSS, chunks embedded /
-  reused, chunks reranked; per budget, whether the first setting's two runs
+  reused, chunks in the pool and scored; per budget, whether the first setting's two runs
   selected the identical text (determinism) and how many chosen chunks each
   other setting shares with the first. ``--rerank-first-only``: the first
   setting's first-time run only. The document is made before the clock starts.
@@ -270,6 +270,17 @@ def _timed(module: Any, name: str, spent: dict[str, float]) -> None:
     setattr(module, name, wrapper)
 
 
+def _counted(module: Any, spent: dict[str, float]) -> None:
+    """Count the documents ``module.yes_probabilities`` scores into ``spent``."""
+    inner = module.yes_probabilities
+
+    def wrapper(model: Any, tokenizer: Any, query: str, documents, *args: Any) -> Any:
+        spent["scored"] = spent.get("scored", 0) + len(documents)
+        return inner(model, tokenizer, query, documents, *args)
+
+    module.yes_probabilities = wrapper
+
+
 def rerank_child(spec: dict) -> dict:
     """One dense_rerank selection in this (fresh) process; the figures as a dict."""
     import warehouse
@@ -279,6 +290,7 @@ def rerank_child(spec: dict) -> dict:
 
     spent: dict[str, float] = {}
     _timed(dense_rerank, "load_reranker", spent)
+    _counted(dense_rerank, spent)
     _timed(dense_rerank, "yes_probabilities", spent)
     document = make_document(spec["tokens"])
     cpu, wall = time.process_time(), time.perf_counter()
@@ -310,6 +322,7 @@ def rerank_child(spec: dict) -> dict:
         "selected_tokens": selection.selected_tokens,
         "chunks": selection.metadata.get("n_chunks", 0),
         "reranked": reranked if reranked else 0,
+        "scored": int(spent.get("scored", 0)),
         "depth": dense_rerank.candidate_depth(spec["budget"]),
         **counts,
         "needle_kept": NEEDLE in selection.text,
@@ -357,14 +370,15 @@ def _setting(text: str) -> dict[str, Any]:
 
 
 def _rerank_line(r: dict, label: str) -> str:
-    per = r["scoring_cpu_s"] / r["reranked"] if r["reranked"] else 0.0
+    per = r["scoring_cpu_s"] / r["scored"] if r["scored"] else 0.0
     return (
         f"{label}: CPU {r['cpu_s']:.1f} s (chunk vectors "
         f"{r.get('embedding_cpu_s', 0):.1f} s, reranker load {r['load_cpu_s']:.1f} s, "
         f"scoring {r['scoring_cpu_s']:.1f} s = {per:.2f} s per candidate), wall "
         f"{r['wall_s']:.1f} s, max RSS {r['max_rss_mib']:.0f} MiB; "
         f"{r['source_tokens']} source tokens, {r['chunks']} chunks, "
-        f"{r['reranked']} reranked (depth {r['depth']}); chunks "
+        f"{r['reranked']} in the pool (depth {r['depth']}), {r['scored']} scored; "
+        "chunks "
         f"{r['chunks_embedded']} embedded, {r['chunks_reused']} reused; "
         f"selected {r['selected_tokens']} tokens, needle kept {r['needle_kept']}"
     )

@@ -31,9 +31,9 @@ vocabulary, with one needle sentence at 60% depth), then measures
   defaults; ``--rerank-dtype`` sets the dtype of all). Per run: CPU seconds (all
   threads) with the chunk vectors', the reranker load's and the scoring's share
   and the scoring CPU per candidate, wall seconds, max RSS, chunks embedded /
-  reused, chunks in the pool and scored; per budget, whether the first setting's two runs
-  selected the identical text (determinism) and how many chosen chunks each
-  other setting shares with the first. ``--rerank-first-only``: the first
+  reused, chunks in the pool and scored; per budget, whether the first
+  setting's two runs selected the identical text (determinism) and how many
+  chosen chunks each other setting shares with the first. ``--rerank-first-only``: the first
   setting's first-time run only. The document is made before the clock starts.
 
 Usage::

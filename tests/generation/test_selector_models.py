@@ -161,12 +161,32 @@ def test_rerank_scores_match_unbatched_p_yes_and_leave_torch_threads_alone():
     model, tokenizer = load_reranker("smollm2-135m-instruct", "bfloat16")
     assert model.dtype == torch.bfloat16
     threads = torch.get_num_threads()
-    batched = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS)
+    scores = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS)
     assert torch.get_num_threads() == threads
     by_hand = [_p_yes_by_hand(model, tokenizer, QUESTION, d) for d in DOCUMENTS]
+    # one unpadded sequence per document: the model's own computation
+    np.testing.assert_array_equal(scores, by_hand)
+    batched = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS, batch_size=8)
+    assert torch.get_num_threads() == threads
     # left padding changes bfloat16 sums in the last bits only
     np.testing.assert_allclose(batched, by_hand, atol=0.02)
     assert len(set(np.round(by_hand, 3))) == len(DOCUMENTS)
+
+
+@pytest.mark.slow
+def test_rerank_scores_do_not_depend_on_batch_mates_or_order():
+    from generation.selectors.dense_rerank import load_reranker, yes_probabilities
+
+    model, tokenizer = load_reranker("smollm2-135m-instruct", "bfloat16")
+    together = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS)
+    alone = [yes_probabilities(model, tokenizer, QUESTION, [d])[0] for d in DOCUMENTS]
+    reversed_ = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS[::-1])
+    np.testing.assert_array_equal(together, alone)
+    np.testing.assert_array_equal(together, reversed_[::-1])
+    # what batch_size=8 trades away: a padded document's score moves with the
+    # longest of its batch-mates
+    padded = yes_probabilities(model, tokenizer, QUESTION, DOCUMENTS, batch_size=8)
+    assert not np.array_equal(padded, alone)
 
 
 @pytest.mark.slow
@@ -273,3 +293,41 @@ def test_provence_packs_by_reranking_score_with_each_output_shape(tmp_path):
         assert stand_in.calls[0] == (QUESTION, 0.1, False)
     finally:
         del provence._MODELS[str(tmp_path)]
+
+
+@pytest.mark.slow
+def test_dense_rerank_scores_nothing_when_the_whole_pool_fits(monkeypatch):
+    from generation.packing import SourceUnion
+    from generation.selectors import dense_rerank as dr
+    from generation.selectors.dense import DenseSelector
+    from generation.tokens import count_tokens
+    from warehouse.text_rules import order_by_score
+
+    context = " ".join(f"Line {n} puts item {n} in room {n % 7}." for n in range(140))
+    selector = dr.DenseRerankSelector(chunk_size=16, chunk_overlap=4)
+    chunks = selector.chunker.chunk(context)
+    assert len(chunks) > 100  # the pool (depth 100) leaves some out
+    pool = [chunks[i] for i in DenseSelector().rank(QUESTION, chunks, 1)[:100]]
+    union = SourceUnion(context)
+    spans = dr.merge_intervals((c.token_start, c.token_end) for c in pool)
+    budget = max(
+        sum(e - s for s, e in spans) + len(spans) - 1, count_tokens(union.render(pool))
+    )
+    assert budget < count_tokens(context)
+    model, tokenizer = dr.load_reranker("smollm2-135m-instruct", "bfloat16")
+    probs = dr.yes_probabilities(model, tokenizer, QUESTION, [c.text for c in pool])
+    ranked = [pool[i] for i in order_by_score(probs)]
+    scored: list[int] = []
+    real = dr.yes_probabilities
+
+    def counting(model, tokenizer, query, documents, *args):
+        scored.append(len(documents))
+        return real(model, tokenizer, query, documents, *args)
+
+    monkeypatch.setattr(dr, "yes_probabilities", counting)
+    for at, calls in ((budget, []), (budget - 1, [100])):
+        selection = selector.select(QUESTION, context, at)
+        assert scored == calls
+        expected = union.pack(ranked, at)
+        assert selection.text == expected.text
+        assert selection.chunk_ids == tuple(c.chunk_id for c in expected.chunks)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -42,20 +44,38 @@ def matrix_files(tmp_path_factory) -> dict[str, Path]:
     return files
 
 
-@pytest.fixture(scope="session")
-def built_template(tmp_path_factory, matrix_files) -> Path:
-    """A lake with generated release a ingested and built (marts present); do not modify.
+@dataclass(frozen=True)
+class TemplateBuild:
+    """The build that made :func:`built_template`: what `ragledger build
+    --format json` printed (stdout parsed, stderr as is)."""
 
-    Shared by the lake tests (tests/warehouse) and the audit of a generated
-    matrix (tests/analysis); copy it (``clone_lake``) before writing.
-    """
+    db: Path
+    records: list[dict]
+    stderr: str
+
+
+@pytest.fixture(scope="session")
+def template_build(tmp_path_factory, matrix_files) -> TemplateBuild:
+    """Generated release a ingested, then built by `ragledger build --format
+    json`; the lake is :func:`built_template` (do not modify it)."""
     from tests.warehouse.lake_support import ragledger
 
     db = tmp_path_factory.mktemp("template") / "w.duckdb"
     ragledger(db, "init")
     ragledger(db, "ingest", "matrix", str(matrix_files["a"]))
-    ragledger(db, "build")  # dbt: tests using this are marked slow
-    return db
+    done = ragledger(db, "build", "--format", "json", timeout=900)  # dbt: slow
+    return TemplateBuild(db, json.loads(done.stdout), done.stderr)
+
+
+@pytest.fixture(scope="session")
+def built_template(template_build) -> Path:
+    """A lake with generated release a ingested and built (marts present); do not modify.
+
+    Shared by the lake tests (tests/warehouse), the audit of a generated
+    matrix (tests/analysis) and the build and panels records of
+    tests/cli/test_runs_every_job.py; copy it (``clone_lake``) before writing.
+    """
+    return template_build.db
 
 
 # CI replays the same property-test examples every run (derandomized); local runs

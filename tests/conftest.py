@@ -78,6 +78,17 @@ def built_template(template_build) -> Path:
     return template_build.db
 
 
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server the tests start (tests/warehouse/test_lake_postgres.py),
+    one per session and worker; yields its connection keywords. Each test makes
+    a database of its own name on it."""
+    from tests.warehouse.test_lake_postgres import running_postgres
+
+    with running_postgres() as server:
+        yield server
+
+
 # CI replays the same property-test examples every run (derandomized); local runs
 # keep exploring new ones.
 from hypothesis import settings  # noqa: E402
@@ -90,13 +101,16 @@ if os.environ.get("CI"):
 # The suite runs on two pytest-xdist workers (``make test``: -n 2 --dist loadscope).
 # A worker builds the session fixtures its tests use, so the tests sharing one
 # expensive built warehouse run on one worker: tests/dbt/ (the dbt marts of
-# ``built``) and the two files on ``local_panel`` (replayed local readers). Every
-# other file is its own unit (module fixtures are built once). The lake template
-# (``built_template``) is built by each worker that needs it: its tests are too
-# heavy for one worker.
+# ``built``), the two files on ``local_panel`` (replayed local readers) and the
+# three on ``postgres`` (one server). Every other file is its own unit (module
+# fixtures are built once). The lake template (``built_template``) is built by
+# each worker that needs it: its tests are too heavy for one worker.
 _SHARED_FILES = {
     "tests/generation/test_runner_local_panel.py": "local_panel",
     "tests/generation/test_rescore_panel.py": "local_panel",
+    "tests/warehouse/test_lake_postgres.py": "postgres",
+    "tests/warehouse/test_maintain_race.py": "postgres",
+    "tests/warehouse/test_pg_writers.py": "postgres",
 }
 
 

@@ -17,7 +17,6 @@ import pytest
 
 from benchmarks import bench_pg_writers
 from benchmarks.bench_pg_writers import create_database, report, run
-from tests.warehouse.test_lake_postgres import postgres  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +24,7 @@ MACHINES = 2
 
 
 def test_two_writers_lose_and_double_nothing_and_the_reader_sees_commits(
-    postgres,  # noqa: F811
+    postgres,
     tmp_path,
     monkeypatch,
 ):

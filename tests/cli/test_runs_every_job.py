@@ -209,8 +209,9 @@ def test_a_killed_ingest_leaves_its_run_and_its_data_together_or_neither(tmp_pat
         while child.poll() is None and not any(markers.glob("*.json")):
             assert time.monotonic() < deadline
             time.sleep(0.005)
-        time.sleep(delay)  # the job has begun: kill it this long after
-        if child.poll() is None:
+        try:  # the job has begun: kill it this long after, unless it ended
+            child.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
             os.kill(child.pid, signal.SIGKILL)
         child.wait()
         rows = scalar(db, "select count(*) from raw.matrix_rows")

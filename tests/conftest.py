@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -42,20 +44,49 @@ def matrix_files(tmp_path_factory) -> dict[str, Path]:
     return files
 
 
-@pytest.fixture(scope="session")
-def built_template(tmp_path_factory, matrix_files) -> Path:
-    """A lake with generated release a ingested and built (marts present); do not modify.
+@dataclass(frozen=True)
+class TemplateBuild:
+    """The build that made :func:`built_template`: what `ragledger build
+    --format json` printed (stdout parsed, stderr as is)."""
 
-    Shared by the lake tests (tests/warehouse) and the audit of a generated
-    matrix (tests/analysis); copy it (``clone_lake``) before writing.
-    """
+    db: Path
+    records: list[dict]
+    stderr: str
+
+
+@pytest.fixture(scope="session")
+def template_build(tmp_path_factory, matrix_files) -> TemplateBuild:
+    """Generated release a ingested, then built by `ragledger build --format
+    json`; the lake is :func:`built_template` (do not modify it)."""
     from tests.warehouse.lake_support import ragledger
 
     db = tmp_path_factory.mktemp("template") / "w.duckdb"
     ragledger(db, "init")
     ragledger(db, "ingest", "matrix", str(matrix_files["a"]))
-    ragledger(db, "build")  # dbt: tests using this are marked slow
-    return db
+    done = ragledger(db, "build", "--format", "json", timeout=900)  # dbt: slow
+    return TemplateBuild(db, json.loads(done.stdout), done.stderr)
+
+
+@pytest.fixture(scope="session")
+def built_template(template_build) -> Path:
+    """A lake with generated release a ingested and built (marts present); do not modify.
+
+    Shared by the lake tests (tests/warehouse), the audit of a generated
+    matrix (tests/analysis) and the build and panels records of
+    tests/cli/test_runs_every_job.py; copy it (``clone_lake``) before writing.
+    """
+    return template_build.db
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server the tests start (tests/warehouse/test_lake_postgres.py),
+    one per session and worker; yields its connection keywords. Each test makes
+    a database of its own name on it."""
+    from tests.warehouse.test_lake_postgres import running_postgres
+
+    with running_postgres() as server:
+        yield server
 
 
 # CI replays the same property-test examples every run (derandomized); local runs
@@ -70,13 +101,16 @@ if os.environ.get("CI"):
 # The suite runs on two pytest-xdist workers (``make test``: -n 2 --dist loadscope).
 # A worker builds the session fixtures its tests use, so the tests sharing one
 # expensive built warehouse run on one worker: tests/dbt/ (the dbt marts of
-# ``built``) and the two files on ``local_panel`` (replayed local readers). Every
-# other file is its own unit (module fixtures are built once). The lake template
-# (``built_template``) is built by each worker that needs it: its tests are too
-# heavy for one worker.
+# ``built``), the two files on ``local_panel`` (replayed local readers) and the
+# three on ``postgres`` (one server). Every other file is its own unit (module
+# fixtures are built once). The lake template (``built_template``) is built by
+# each worker that needs it: its tests are too heavy for one worker.
 _SHARED_FILES = {
     "tests/generation/test_runner_local_panel.py": "local_panel",
     "tests/generation/test_rescore_panel.py": "local_panel",
+    "tests/warehouse/test_lake_postgres.py": "postgres",
+    "tests/warehouse/test_maintain_race.py": "postgres",
+    "tests/warehouse/test_pg_writers.py": "postgres",
 }
 
 

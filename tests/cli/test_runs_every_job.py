@@ -25,7 +25,13 @@ from pathlib import Path
 import pytest
 
 import warehouse
-from tests.warehouse.lake_support import RAGLEDGER, REPO, cli_env, ragledger
+from tests.warehouse.lake_support import (
+    RAGLEDGER,
+    REPO,
+    cli_env,
+    clone_lake,
+    ragledger,
+)
 
 EXAMPLE = REPO / "data" / "examples" / "ragscale-openrouter-hotpotqa"
 HOTPOTQA = (
@@ -187,10 +193,12 @@ def test_a_killed_ingest_leaves_its_run_and_its_data_together_or_neither(tmp_pat
 
     matrix = tmp_path / "interaction_matrix.csv"
     write_matrix(matrix, seed=4, scale=0.05)
+    empty = tmp_path / "empty.duckdb"
+    ragledger(empty, "init")  # once; each attempt kills an ingest into a copy
     outcomes = set()
     for attempt, delay in enumerate((0.0, 0.5, 1.0, 2.0, 4.0, 8.0)):
         db = tmp_path / f"w{attempt}.duckdb"
-        ragledger(db, "init")
+        clone_lake(empty, db)
         markers = tmp_path / f"w{attempt}.lake" / "tmp" / "runs"
         child = subprocess.Popen(
             [str(RAGLEDGER), "--db", str(db), "ingest", "matrix", str(matrix)],
@@ -201,8 +209,9 @@ def test_a_killed_ingest_leaves_its_run_and_its_data_together_or_neither(tmp_pat
         while child.poll() is None and not any(markers.glob("*.json")):
             assert time.monotonic() < deadline
             time.sleep(0.005)
-        time.sleep(delay)  # the job has begun: kill it this long after
-        if child.poll() is None:
+        try:  # the job has begun: kill it this long after, unless it ended
+            child.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
             os.kill(child.pid, signal.SIGKILL)
         child.wait()
         rows = scalar(db, "select count(*) from raw.matrix_rows")
@@ -232,18 +241,15 @@ def test_a_killed_ingest_leaves_its_run_and_its_data_together_or_neither(tmp_pat
 # --------------------------------------------------------------- dbt needed
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The bundled example ingested and built once, by `ragledger build --format
-    json` (its record and its stderr kept for the build test)."""
-    db = tmp_path_factory.mktemp("jobs") / "w.duckdb"
-    ragledger(db, "ingest", "ragscale", str(EXAMPLE))
-    command = [str(RAGLEDGER), "--db", str(db), "build", "--format", "json"]
-    done = subprocess.run(
-        command, cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=900
-    )
-    assert done.returncode == 0, done.stderr
-    return db, json.loads(done.stdout), done.stderr
+@pytest.fixture
+def built(template_build, tmp_path):
+    """A private copy of the session's built lake (tests/conftest.py: generated
+    release a, built once by `ragledger build --format json`), with that build's
+    parsed stdout and its stderr: no dbt build of its own."""
+    db = tmp_path / "lake" / "w.duckdb"
+    db.parent.mkdir()
+    clone_lake(template_build.db, db)
+    return db, template_build.records, template_build.stderr
 
 
 @pytest.mark.slow
@@ -320,7 +326,7 @@ def test_panels_audit_and_panels_define_as_json_csv_and_runs(built):
         > 0
     )
     readers = sorted(r["reader"] for r in audited["readers"])
-    ragledger(db, "panels", "define", "mine", "-d", "hotpotqa-demo-100",
+    ragledger(db, "panels", "define", "mine", "-d", panels[0]["dataset_id"],
               "--readers", ",".join(readers))  # fmt: skip
     (defined,) = [run for run in runs(db) if run["kind"] == "panels define"]
     assert defined["status"] == "finished" and defined["rows_written"] > 0

@@ -156,9 +156,19 @@ def _stored(db: Path) -> tuple[list[tuple], list[tuple], list[tuple]]:
         con.close()
 
 
-# (concurrency, verdicts before the kill): before any reply, before and after
-# batch commits (3 verdicts per batch), with every worker blocked on a call
-MOMENTS = [(1, 0), (1, 5), (2, 2), (2, 7), (8, 4), (8, 12)]
+# (concurrency, verdicts before the kill), batches of 3 verdicts, every worker
+# blocked on a held call at the kill; one moment per state the journal and the
+# lake can be in:
+#   (2, 2)  before any commit: two verdicts only in the journal, none in the lake
+#   (2, 7)  after two commits, one verdict journaled since: lake and journal
+#           both hold verdicts the rerun must not ask for again
+#   (8, 12) eight workers in flight (more than a batch) as the twelfth reply
+#           makes a commit due: the kill finds that commit not begun, under way
+#           or done (the one moment that can land inside a commit)
+# Left out as the same states: (1, 0) (nothing answered: the rerun is a plain
+# run; an empty journal is recovered by test_runner_batches' (1, 0)), (1, 5) and
+# (8, 4) (commits done and replies journaled since, as (2, 7)).
+MOMENTS = [(2, 2), (2, 7), (8, 12)]
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,9 +45,13 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def postgres():
-    """A running PostgreSQL cluster; yields its libpq connection keywords."""
+@contextmanager
+def running_postgres() -> Iterator[dict]:
+    """A running PostgreSQL cluster; yields its libpq connection keywords.
+
+    The ``postgres`` fixture (tests/conftest.py) starts one per test session
+    and worker: its users each create a database of their own name.
+    """
     bindir = _postgres_bin()
     if bindir is None:
         if os.environ.get("CI"):

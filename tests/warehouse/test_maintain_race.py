@@ -21,7 +21,6 @@ import pytest
 
 import warehouse
 from tests.warehouse.lake_support import REPO, cli_env, ragledger
-from tests.warehouse.test_lake_postgres import postgres  # noqa: F401 (the fixture)
 from warehouse.connections import transaction
 
 #: maintain, stopped after it connected until the test says go (a file appears)
@@ -118,7 +117,7 @@ def test_maintain_never_deletes_a_file_of_a_job_that_began_after_it_connected(
 
 @pytest.mark.slow
 def test_on_a_postgres_catalog_maintain_runs_beside_the_job_and_keeps_its_files(
-    postgres,  # noqa: F811
+    postgres,
     tmp_path,
     monkeypatch,
 ):

@@ -225,45 +225,60 @@ outcomes_joined_to_readers_and_items as (
 
 ),
 
+binary_metrics as (
+
+    -- a metric is binary in a dataset when all of its scores there are 0/1
+    -- (an aggregate joined back: a window over these wide rows sorts them all)
+    select
+        dataset_id,
+        metric,
+        bool_and(score in (0, 1)) as is_binary_metric
+    from outcomes_joined_to_readers_and_items
+    group by dataset_id, metric
+
+),
+
 outcomes_keyed as (
 
     select
         md5(concat_ws(
             '|',
-            dataset_id,
-            item_id,
-            reader_id,
-            policy_id,
-            cast(budget_tokens as varchar),
-            metric,
-            cast(seed as varchar)
+            outcomes.dataset_id,
+            outcomes.item_id,
+            outcomes.reader_id,
+            outcomes.policy_id,
+            cast(outcomes.budget_tokens as varchar),
+            outcomes.metric,
+            cast(outcomes.seed as varchar)
         )) as outcome_id,
-        source,
-        dataset_id,
-        item_id,
-        reader_id,
-        reader_family,
-        policy_id,
-        policy_kind,
-        budget_tokens,
-        metric,
-        seed,
-        score,
-        scorer_version,
-        -- a metric is binary in a dataset when all of its scores there are 0/1
-        bool_and(score in (0, 1)) over (partition by dataset_id, metric)
-            as is_binary_metric,
-        evidence_hash,
-        generation_id,
-        answer,
-        prompt_tokens,
-        evidence_tokens,
-        status,
-        question_type,
-        item_metadata_json,
-        source_transition_type,
-        loaded_at
-    from outcomes_joined_to_readers_and_items
+        outcomes.source,
+        outcomes.dataset_id,
+        outcomes.item_id,
+        outcomes.reader_id,
+        outcomes.reader_family,
+        outcomes.policy_id,
+        outcomes.policy_kind,
+        outcomes.budget_tokens,
+        outcomes.metric,
+        outcomes.seed,
+        outcomes.score,
+        outcomes.scorer_version,
+        binary_metrics.is_binary_metric,
+        outcomes.evidence_hash,
+        outcomes.generation_id,
+        outcomes.answer,
+        outcomes.prompt_tokens,
+        outcomes.evidence_tokens,
+        outcomes.status,
+        outcomes.question_type,
+        outcomes.item_metadata_json,
+        outcomes.source_transition_type,
+        outcomes.loaded_at
+    from outcomes_joined_to_readers_and_items as outcomes
+    left join binary_metrics
+        on
+            outcomes.dataset_id is not distinct from binary_metrics.dataset_id
+            and outcomes.metric is not distinct from binary_metrics.metric
 
 )
 

@@ -1,13 +1,5 @@
-"""Raw policies and compressors over an item's ordered passages.
-
-Raw policies (fixed-artifact panels' "raw" arm), blank-line ("\\n\\n") joined:
-
-* ``all-passages``: every passage in supplied order (its hash equals the pool id);
-* ``first-k``: the first ``k`` passages;
-* ``bm25-top-k``: the ``k`` passages with the highest BM25Okapi score for the
-  question (ties in supplied order), rendered in supplied order.
-
-Compressors:
+"""Compressors over an item's ordered passages (the raw policies are in
+:mod:`generation.raw_policies`):
 
 * ``recomp-extractive`` (RECOMP-style, untrained): BM25 top ``passages`` (5),
   split into sentences, rank sentences by cosine similarity to the question
@@ -22,95 +14,16 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from generation.backends import BackendCaller
 from generation.policies import Evidence
+from generation.raw_policies import PassagePolicy
 from generation.tokens import count_tokens
-from warehouse.errors import WarehouseError
 from warehouse.text_rules import PASSAGE_SEPARATOR, bm25_rank, order_by_score
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-class _PassagePolicy:
-    """Shared plumbing: options as config, no model, no budget."""
-
-    kind = "raw"
-    producer_model: str | None = None
-
-    def __init__(self, **options: Any) -> None:
-        self.options = options
-
-    @property
-    def config(self) -> dict[str, Any]:
-        return dict(self.options)
-
-    def check_available(self) -> None:
-        return None
-
-    def _refuse_budget(self, budget: int | None) -> None:
-        if budget:
-            raise WarehouseError(
-                f"policy {type(self).__name__} takes no token budget (got {budget}); "
-                "compile it without --budget"
-            )
-
-    def _passages(
-        self,
-        passages: Sequence[str],
-        keep: Sequence[int],
-        started: float,
-        **metadata: Any,
-    ) -> Evidence:
-        keep = sorted(keep)
-        text = PASSAGE_SEPARATOR.join(passages[i] for i in keep)
-        source = PASSAGE_SEPARATOR.join(passages)
-        return Evidence(
-            text=text,
-            source_tokens=count_tokens(source),
-            selected_tokens=count_tokens(text),
-            provenance="source_spans",
-            kept_spans=tuple((i, 0, len(passages[i])) for i in keep if passages[i]),
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-            cost_usd=0.0,
-            metadata={"passages": list(keep), **metadata},
-        )
-
-
-class AllPassages(_PassagePolicy):
-    def compile(
-        self, question: str, passages: Sequence[str], budget: int | None
-    ) -> Evidence:
-        self._refuse_budget(budget)
-        return self._passages(passages, range(len(passages)), time.perf_counter())
-
-
-class FirstK(_PassagePolicy):
-    def __init__(self, *, k: int = 5) -> None:
-        if int(k) < 1:
-            raise ValueError(f"`k` must be at least 1, got {k}")
-        super().__init__(k=int(k))
-
-    def compile(
-        self, question: str, passages: Sequence[str], budget: int | None
-    ) -> Evidence:
-        self._refuse_budget(budget)
-        return self._passages(
-            passages, range(min(self.options["k"], len(passages))), time.perf_counter()
-        )
-
-
-class BM25TopK(FirstK):
-    def compile(
-        self, question: str, passages: Sequence[str], budget: int | None
-    ) -> Evidence:
-        self._refuse_budget(budget)
-        started = time.perf_counter()
-        ranked = bm25_rank(question, passages, self.options["k"])
-        return self._passages(passages, ranked, started, rank=ranked)
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
@@ -131,7 +44,7 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return out
 
 
-class RecompExtractive(_PassagePolicy):
+class RecompExtractive(PassagePolicy):
     kind = "compressor"
 
     def __init__(
@@ -190,7 +103,7 @@ SUMMARY_SYSTEM = (
 SUMMARY_TEMPLATE = "Question:\n{question}\n\nEvidence:\n{evidence}"
 
 
-class LLMSummary(BackendCaller, _PassagePolicy):
+class LLMSummary(BackendCaller, PassagePolicy):
     """A summary written by a reader backend (``generation.backends``).
 
     Config: backend, model, api_base, call parameters, the system prompt and

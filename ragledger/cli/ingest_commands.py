@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import click
 
-from ragledger.cli import ingest_benchmark, ingest_matrix, ingest_ragscale
+from ragledger.cli import (
+    ingest_benchmark,
+    ingest_families,
+    ingest_matrix,
+    ingest_ragscale,
+)
 
 
 @click.group()
@@ -16,7 +21,7 @@ def ingest() -> None:
     """
 
 
-for _module in (ingest_matrix, ingest_ragscale, ingest_benchmark):
+for _module in (ingest_matrix, ingest_ragscale, ingest_families, ingest_benchmark):
     for _command in _module.COMMANDS:
         ingest.add_command(_command)
 

@@ -31,13 +31,35 @@ def project_fingerprint() -> str:
 
 
 def incremental_models() -> dict[str, str]:
-    """Model name -> partition key of every dataset-partitioned model."""
+    """Model name -> partition key of every dataset-partitioned incremental model."""
+    return {
+        name: key
+        for name, (key, incremental) in _partitioned_models().items()
+        if incremental
+    }
+
+
+def dataset_partitioned_models() -> dict[str, str]:
+    """Model name -> partition key of every model kept by dataset.
+
+    The incremental models (strategy ``dataset_partitions``) and the mart views
+    with a ``partition_key`` in their config (``materialized='view'``): the lake
+    stores a view's rows, so publishing refreshes its changed datasets as it
+    does an incremental mart's.
+    """
+    return {name: key for name, (key, _) in _partitioned_models().items()}
+
+
+def _partitioned_models() -> dict[str, tuple[str, bool]]:
+    """Model name -> (partition key, incremental) of the models kept by dataset."""
     found = {}
     for path in sorted((PROJECT_DIR / "models").rglob("*.sql")):
         text = path.read_text(encoding="utf-8")
-        if "incremental_strategy='dataset_partitions'" in text:
+        incremental = "incremental_strategy='dataset_partitions'" in text
+        view = "materialized='view'" in text and "partition_key='" in text
+        if incremental or view:
             key = "panel_id" if "partition_key='panel_id'" in text else "dataset_id"
-            found[path.stem] = key
+            found[path.stem] = (key, incremental)
     return found
 
 

@@ -1,7 +1,7 @@
 """Publishing of marts into the lake: what a successful build copies over.
 
-After dbt succeeds, :func:`publish_marts` copies the tables it built in the
-scratch database's ``marts`` schema into the lake in one transaction: readers
+After dbt succeeds, :func:`publish_marts` copies the tables and views it built
+in the scratch database's ``marts`` schema into the lake in one transaction: readers
 see the previous marts or the new ones, never a mix, and a build killed at any
 moment leaves the lake as it was. Staging and intermediate models stay in the
 scratch database.
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from warehouse.build_scratch import SCRATCH_ALIAS, attach_scratch, scratch_file
 from warehouse.connections import connect, current_snapshot, transaction
-from warehouse.dbt_project import incremental_models
+from warehouse.dbt_project import dataset_partitioned_models
 from warehouse.lake import Location
 
 if TYPE_CHECKING:
@@ -31,10 +31,12 @@ def publish_marts(
 ) -> tuple[tuple[str, ...], int | None]:
     """Copy what changed in the scratch build's ``marts`` into the lake at once.
 
-    Only tables of the ``marts`` schema among ``models`` are published (staging
-    and intermediate stay in the scratch database), in one transaction:
+    Only tables and views of the ``marts`` schema among ``models`` are published
+    (staging and intermediate stay in the scratch database; a mart view is
+    stored in the lake as a table), in one transaction:
 
-    - after an incremental build (``plan`` not full), an incremental mart gets
+    - after an incremental build (``plan`` not full), a dataset-partitioned
+      mart (incremental, or a view with a ``partition_key``) gets
       its refreshed datasets' rows deleted and inserted again (by panel for the
       marts keyed by panel), then its row count is checked against the
       scratch table (a mismatch replaces the whole table);
@@ -47,7 +49,7 @@ def publish_marts(
     emit = on_line or (lambda line: None)
     if not scratch_file(location).exists() or not models:
         return (), None
-    keys = incremental_models()
+    keys = dataset_partitioned_models()
     con = connect(location)
     try:
         attach_scratch(con, location, read_only=True)
@@ -93,8 +95,10 @@ def _publish_actions(
     tables = [
         name
         for (name,) in con.execute(
-            "select table_name from duckdb_tables() where database_name = "
-            "'dbt' and schema_name = 'marts' order by table_name"
+            "select table_name from duckdb_tables() where database_name = 'dbt' "
+            "and schema_name = 'marts' union all select view_name from "
+            "duckdb_views() where database_name = 'dbt' and schema_name = 'marts' "
+            "order by 1"
         ).fetchall()
         if name in set(models)
     ]
@@ -181,8 +185,10 @@ def _replace_table(con: Any, name: str) -> None:
     )
     comment = con.execute(
         "select comment from duckdb_tables() where database_name = 'dbt' and "
-        "schema_name = 'marts' and table_name = ? and comment is not null",
-        [name],
+        "schema_name = 'marts' and table_name = ? and comment is not null "
+        "union all select comment from duckdb_views() where database_name = "
+        "'dbt' and schema_name = 'marts' and view_name = ? and comment is not null",
+        [name, name],
     ).fetchone()
     if comment and comment[0]:
         con.execute(f"comment on table lake.marts.\"{name}\" is '{_sql(comment[0])}'")

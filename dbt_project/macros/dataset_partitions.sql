@@ -12,7 +12,9 @@
       SQL reads only the changed datasets (in_changed_datasets(),
       in_changed_panels()) and the strategy deletes those datasets' rows
       (or panels' rows, partition_key='panel_id') before inserting them again;
-    - the views between them read only the changed datasets too.
+    - the views between them read only the changed datasets too, except the
+      mart views with a partition_key (fct_outcomes, fct_paired_outcomes):
+      they read every dataset, and publishing copies their changed datasets.
 
     Without that table (a full refresh, plain `dbt build` from dbt_project/,
     unit tests), nothing is filtered and the strategy replaces every row.
@@ -145,14 +147,27 @@
         | selectattr('resource_type', 'equalto', 'model')
         | selectattr('alias', 'equalto', relation.identifier)
         | list) -%}
-    {%- set strategy = node[0].config.get('incremental_strategy') if node else none -%}
-    {%- if strategy != 'dataset_partitions' or not has_changed_datasets() -%}
+    {%- set partitioned = node and is_dataset_partitioned(node[0]) -%}
+    {%- if not partitioned or not has_changed_datasets() -%}
         {{ return('') }}
     {%- endif -%}
     {%- if node[0].config.get('partition_key', 'dataset_id') == 'dataset_id' -%}
         {{ return(dataset_changed('dataset_id')) }}
     {%- endif -%}
     {{ return(panel_changed('panel_id')) }}
+{%- endmacro %}
+
+
+{% macro is_dataset_partitioned(node) -%}
+    {#-
+        The model's rows are kept by dataset: an incremental model of strategy
+        'dataset_partitions', or a mart view with a partition_key (published
+        into the lake by dataset, see warehouse/dbt_project.py).
+    -#}
+    {%- set config = node.config -%}
+    {{ return(config.get('incremental_strategy') == 'dataset_partitions'
+        or (config.get('materialized') == 'view'
+            and config.get('partition_key') is not none)) }}
 {%- endmacro %}
 
 

@@ -32,7 +32,7 @@ import warehouse
 from ingest.matrix import COLUMNS, load_matrix
 from ragledger.cli import main
 from tests.dbt.conftest import add_generation, compressed_hash
-from warehouse import build_changes, build_scratch, mart_publish
+from warehouse import build_changes, build_scratch, dbt_project, mart_publish
 from warehouse.hashing import sha256_text
 from warehouse.lake import copy_warehouse, resolve
 
@@ -318,6 +318,30 @@ def test_unchanged_marts_are_not_republished(chain):
     # nothing changed the selection metrics' inputs: that mart is not copied
     assert "fct_selection_metrics" not in published[0]
     assert "fct_outcomes (refreshed datasets)" in published[0]
+    assert "fct_paired_outcomes (refreshed datasets)" in published[0]
+
+
+def test_projection_marts_are_views_in_the_scratch_and_tables_in_the_lake(chain):
+    # fct_outcomes and fct_paired_outcomes copy their intermediate's columns:
+    # dbt keeps a view, publishing stores its rows in the lake by dataset
+    location = resolve(chain[2])
+    views = {"fct_outcomes", "fct_paired_outcomes"}
+    partitioned = dbt_project.dataset_partitioned_models()
+    assert {name: partitioned[name] for name in views} == dict.fromkeys(
+        views, "dataset_id"
+    )
+    assert not views & set(dbt_project.incremental_models())
+    kinds = "select table_name, table_type from information_schema.tables where "
+    query = kinds + "table_catalog = ? and table_schema = 'marts'"
+    con = build_scratch.scratch_session(location, read_only=True)
+    scratch = dict(con.execute(query, ["dbt"]).fetchall())
+    con.close()
+    con = warehouse.connect(location, read_only=True)
+    lake = dict(con.execute(query, ["lake"]).fetchall())
+    con.close()
+    assert {name for name, kind in scratch.items() if kind == "VIEW"} == views
+    assert set(lake) == set(scratch)
+    assert set(lake.values()) == {"BASE TABLE"}
 
 
 def test_publishing_an_incremental_build_with_nothing_changed_commits_nothing(

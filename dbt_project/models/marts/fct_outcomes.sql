@@ -1,8 +1,13 @@
+{#
+    A view in dbt's scratch database: a projection of the incremental
+    intermediate. Publishing stores it in the lake, by dataset
+    (partition_key: only the changed datasets on a partial refresh), so its
+    rows are copied once, not twice. It reads every dataset; publishing and
+    its tests pick the changed ones.
+#}
 {{ config(
-    materialized='incremental',
-    incremental_strategy='dataset_partitions',
-    partition_key='dataset_id',
-    on_schema_change='fail'
+    materialized='view',
+    partition_key='dataset_id'
 ) }}
 {#
     One row per outcome: dataset_id x item_id x reader_id x policy_id x
@@ -16,7 +21,6 @@ with
 outcomes as (
 
     select * from {{ ref('int_outcomes_unioned') }}
-    where {{ in_changed_datasets('dataset_id') }}
 
 ),
 

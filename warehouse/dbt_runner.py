@@ -5,8 +5,9 @@ snapshot the run starts from, and builds every model in a scratch DuckDB file
 beside the lake (``<lake>/tmp/dbt.duckdb``, :mod:`warehouse.build_scratch`).
 Nothing dbt does writes the lake. A build refreshes what changed since the
 last one (:mod:`warehouse.build_changes`); after it succeeds,
-:func:`warehouse.mart_publish.publish_marts` copies the tables it built in
-the ``marts`` schema into the lake in one transaction: readers see the
+:func:`warehouse.mart_publish.publish_marts` copies the ``marts`` schema's
+tables and views (a mart that only projects an intermediate table is a view in
+the scratch, stored once, in the lake) into the lake in one transaction: readers see the
 previous marts or the new ones, never a mix, and a build killed at any moment
 leaves the lake as it was. dbt runs in ragledger's process group and dies
 with it (Linux parent-death signal), so no dbt outlives a killed ragledger.

@@ -20,6 +20,25 @@ from tests.analysis.simulate import binary_panel
 SMALL = AuditSettings(draws=60, splits=60, null_draws=3, null_splits=10)
 
 
+def simulated_panel(
+    panel_id: str,
+    name: str,
+    metric: str,
+    *,
+    m: int,
+    n: int,
+    seed: int,
+    families: int,
+    width: int,
+) -> PanelArrays:
+    """A binary_panel simulation as PanelArrays, items numbered ``i`` + ``width`` digits."""
+    raw, comp, readers, family_of = binary_panel(m=m, n=n, seed=seed, families=families)
+    return PanelArrays(
+        panel_id, name, metric, raw, comp, tuple(readers),
+        tuple(f"i{k:0{width}d}" for k in range(n)), tuple(family_of),
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("value", "text"),
     [
@@ -71,11 +90,7 @@ def test_report_of_a_tiny_negative_gain_prints_zero():
 
 @pytest.fixture(scope=module_scope)
 def html():
-    raw, comp, readers, families = binary_panel(m=20, n=120, seed=1, families=4)
-    panel = PanelArrays(
-        "p1", "toy", "em", raw, comp, tuple(readers),
-        tuple(f"i{k:03d}" for k in range(120)), tuple(families),
-    )  # fmt: skip
+    panel = simulated_panel("p1", "toy", "em", m=20, n=120, seed=1, families=4, width=3)
     audit = audit_panel(panel, SMALL)
     return html_report(summary([audit]), [audit])
 
@@ -128,12 +143,9 @@ def test_chromium_renders_every_figure_at_its_own_aspect_ratio(html, tmp_path):
 
 
 def test_report_shows_rank_groups_mde_and_the_adjusted_family():
-    raw, comp, readers, families = binary_panel(m=4, n=80, seed=9, families=3)
-    panel = PanelArrays(
-        panel_id="rk", panel_name="rk", metric="exact_match", raw=raw, comp=comp,
-        readers=tuple(readers), items=tuple(f"i{k}" for k in range(80)),
-        families=tuple(families),
-    )  # fmt: skip
+    panel = simulated_panel(
+        "rk", "rk", "exact_match", m=4, n=80, seed=9, families=3, width=0
+    )
     audit = audit_panel(panel, AuditSettings(draws=50, splits=20, nulls=False))
     document = summary([audit])
     text = markdown_report(document, [audit])
@@ -223,11 +235,7 @@ def _budget_selection():  # noqa: ANN202
 
 
 def test_new_figures_only_add_their_own_lines_to_report_md():
-    raw, comp, readers, families = binary_panel(m=5, n=60, seed=4, families=3)
-    panel = PanelArrays(
-        "p/1", "toy", "em", raw, comp, tuple(readers),
-        tuple(f"i{k:03d}" for k in range(60)), tuple(families),
-    )  # fmt: skip
+    panel = simulated_panel("p/1", "toy", "em", m=5, n=60, seed=4, families=3, width=3)
     audit = audit_panel(panel, SMALL)
     selections = [_budget_selection()]
     before = markdown_report(summary([audit]), [audit], selections=selections)
@@ -266,11 +274,7 @@ def test_report_md_links_the_figure_files_report_html_embeds(tmp_path):
 
     from analysis.audit import write_folder
 
-    raw, comp, readers, families = binary_panel(m=5, n=60, seed=4, families=3)
-    panel = PanelArrays(
-        "p/1", "toy", "em", raw, comp, tuple(readers),
-        tuple(f"i{k:03d}" for k in range(60)), tuple(families),
-    )  # fmt: skip
+    panel = simulated_panel("p/1", "toy", "em", m=5, n=60, seed=4, families=3, width=3)
     audit = audit_panel(panel, SMALL)
     write_folder(tmp_path, summary([audit]), [audit])  # an earlier audit here
     # a figure of that earlier audit that this one does not draw again

@@ -17,7 +17,7 @@ from tests.ingest.test_benchmark_common import (
     spans,
 )
 from warehouse.errors import InputError
-from warehouse.text_rules import bm25_rank
+from warehouse.text_rules import bm25_rank, is_abstention
 
 
 def _question(qid, sessions, dates, answer="Max"):
@@ -144,3 +144,12 @@ def test_bad_turn_and_date_count(tmp_path):
     ):
         ingest_benchmark(con, "longmemeval", _write(tmp_path, records))
     assert counts(con)["items"] == 0
+
+
+def test_abstention_follows_the_official_judge_test_of_the_id():
+    """evaluate_qa.py picks the abstention template by ``'_abs' in question_id``;
+    the loader's ``is_abstention`` and the judge use that one rule."""
+    assert is_abstention("gpt4_2655b836_abs")
+    assert is_abstention("gpt4_abs_2655b836")  # "in", not "ends with"
+    assert not is_abstention("gpt4_2655b836")
+    assert not is_abstention("gpt4_2655b836_ab")

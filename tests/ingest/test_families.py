@@ -67,6 +67,10 @@ def test_user_csv_overrides_only_its_rows(tmp_path):
             "model,family\na,b\n",
             r"families.csv:1: column 'reader_model': missing column",
         ),
+        (  # both missing: the message lists both and names the first as the column
+            "model,group\na,b\n",
+            r"families.csv:1: column 'reader_model': missing column\(s\) reader_model, family$",
+        ),
         ("reader_model,family\na,\n", r"families.csv:2: column 'family': empty value"),
         (
             "reader_model,family\na,x\nb,y\na,z\n",

@@ -208,21 +208,19 @@ def bench_reader_during_build(db: Path, plain: Path) -> None:
         except duckdb.Error:
             failures += 1
     writer.close()
-    quantiles = (
-        statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0] * 99
-    )
     _line(
         f"reader query during a build ({len(latencies)} polls)",
-        f"p50 {quantiles[49] * 1e3:.0f} ms p99 {quantiles[98] * 1e3:.0f} ms",
+        _p50_p99(latencies),
         f"{failures}/20 opens fail",
     )
     _line("  reader errors", str(len(errors)), "")
-    fresh_q = statistics.quantiles(fresh, n=100)
-    _line(
-        "  new reader connection + query",
-        f"p50 {fresh_q[49] * 1e3:.0f} ms p99 {fresh_q[98] * 1e3:.0f} ms",
-        "",
-    )
+    _line("  new reader connection + query", _p50_p99(fresh), "")
+
+
+def _p50_p99(seconds: list[float]) -> str:
+    """The median and 99th percentile of ``seconds``, in ms (0 for fewer than two)."""
+    q = statistics.quantiles(seconds, n=100) if len(seconds) > 1 else [0] * 99
+    return f"p50 {q[49] * 1e3:.0f} ms p99 {q[98] * 1e3:.0f} ms"
 
 
 def bench_writes(db: Path, plain: Path, count: int) -> None:

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
 
@@ -210,13 +211,9 @@ def _check_migrated(
     con = connect(location, read_only=True)
     try:
         report = []
-        for file in files:
-            schema, name = file.stem.split(".", 1)
-            if name == "schema_migrations":
-                continue
+        for file, schema, name in _tables(files):
             source, columns = _columns(con, old, file, schema, name)
-            before = _content(con, source, columns)
-            after = _content(con, f'{schema}."{name}"', columns)
+            before, after = _old_and_lake(con, source, columns, schema, name)
             if before != after:
                 raise WarehouseError(
                     f"{location.root} already exists and is not a migrate of "
@@ -270,14 +267,30 @@ def _copy_into_lake(
     try:
         report = []
         with transaction(con):
-            for file in files:
-                schema, name = file.stem.split(".", 1)
-                if name == "schema_migrations":
-                    continue
+            for file, schema, name in _tables(files):
                 report.append(_copy_table(con, old, file, schema, name))
     finally:
         con.close()
     return report
+
+
+def _tables(files: list[Path]) -> Iterator[tuple[Path, str, str]]:
+    """``(file, schema, table)`` of each table OLD exported, but its migrations log."""
+    for file in files:
+        schema, name = file.stem.split(".", 1)
+        if name != "schema_migrations":
+            yield file, schema, name
+
+
+def _old_and_lake(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    columns: list[str],
+    schema: str,
+    name: str,
+) -> tuple[tuple[int, str], tuple[int, str]]:
+    """The content (rows, digest) of OLD's exported table and of the lake's."""
+    return _content(con, source, columns), _content(con, f'{schema}."{name}"', columns)
 
 
 def _columns(
@@ -311,8 +324,7 @@ def _copy_table(
     source, columns = _columns(con, old, file, schema, name)
     names = ", ".join(f'"{c}"' for c in columns)
     con.execute(f'insert into {schema}."{name}" ({names}) select {names} from {source}')
-    before = _content(con, source, columns)
-    after = _content(con, f'{schema}."{name}"', columns)
+    before, after = _old_and_lake(con, source, columns, schema, name)
     if before != after:
         raise WarehouseError(
             f"{schema}.{name}: content changed while copying "

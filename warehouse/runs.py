@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import socket
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext, suppress
 from contextvars import ContextVar
@@ -82,7 +81,7 @@ def record_start(
 ) -> str:
     """:func:`start_run` inside the caller's transaction (a job that commits its
     first batch of work with its start: one snapshot, not two)."""
-    run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
+    run_id = run_id or new_run_id(kind)
     mark_interrupted(con)
     _start(con, run_id, kind, command, config, code_version)
     return run_id
@@ -120,7 +119,7 @@ def record_run(
 ) -> str:
     """Record a run that is done with its writes (``finished``), inside the
     caller's transaction, so the run lands with what it wrote or not at all."""
-    run_id = run_id or f"{kind}-{uuid.uuid4().hex[:16]}"
+    run_id = run_id or new_run_id(kind)
     written = _TX_ROWS.get()  # what this transaction wrote before the run row
     _start(con, run_id, kind, command, config, None)
     _finish(

@@ -14,6 +14,9 @@ BM25
     defaults (k1 1.5, b 0.75, epsilon 0.25) over lowercase ``[a-z0-9]+`` tokens,
     the corpus being the units ranked; ties keep the supplied order.
 Benchmark names
+    :data:`BENCHMARKS` are the benchmarks ragledger reads and scores by their
+    own rules: each has a loader in ``ingest.benchmarks`` and a scorer in
+    ``generation.scorers``, in the module :func:`benchmark_module` names.
     :func:`benchmark_name` maps the names a user or a file may give a benchmark
     to the one name loaders, ``raw.datasets.benchmark`` and the scorer defaults
     use.
@@ -92,6 +95,25 @@ def bm25_rank(query: str, units: Sequence[str], k: int) -> list[int]:
 
 
 # ------------------------------------------------------------- benchmark names
+
+#: The benchmarks with a loader (``ingest.benchmarks``) and a scorer
+#: (``generation.scorers``) of their own.
+BENCHMARKS = (
+    "hotpotqa",
+    "musique",
+    "nq-open",
+    "triviaqa",
+    "longmemeval",
+    "babilong",
+    "nolima",
+    "loong",
+)
+
+
+def benchmark_module(name: str) -> str:
+    """The module of benchmark ``name``'s loader and scorer (``nq-open``: ``nq_open``)."""
+    return name.replace("-", "_")
+
 
 #: Other names of a benchmark -> the name loaders and scorers use.
 BENCHMARK_ALIASES = {

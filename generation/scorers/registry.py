@@ -7,36 +7,24 @@ a metric the benchmark does not define, or a dataset with no known benchmark
 
 from __future__ import annotations
 
-from generation.scorers import (
-    babilong,
-    hotpotqa,
-    longmemeval,
-    loong,
-    musique,
-    nolima,
-    nq_open,
-    ragledger,
-    squad,
-    triviaqa,
-)
+from importlib import import_module
+
+from generation.scorers import longmemeval, ragledger, squad
 from generation.scorers.base import Scorer
 from warehouse.errors import WarehouseError
-from warehouse.text_rules import benchmark_name
+from warehouse.text_rules import BENCHMARKS, benchmark_module, benchmark_name
 
+#: Each benchmark's own scorer (in its module ``SCORER``), then the others.
 SCORERS: dict[str, Scorer] = {
     scorer.scorer_id: scorer
     for scorer in (
-        hotpotqa.SCORER,
-        musique.SCORER,
+        *(
+            import_module(f"generation.scorers.{benchmark_module(name)}").SCORER
+            for name in BENCHMARKS
+        ),
         squad.SCORER,
-        triviaqa.SCORER,
-        nq_open.SCORER,
-        babilong.SCORER,
-        nolima.SCORER,
         ragledger.SCORER,
-        longmemeval.SCORER,
         longmemeval.STRICT_SCORER,
-        loong.SCORER,
     )
 }
 

@@ -1,7 +1,8 @@
 """Benchmark loaders: public benchmark files in their own formats -> ``raw`` tables.
 
-One module per benchmark; each exposes ``NAME`` and
-``load(path, slice, progress) -> BenchmarkLoad``, and
+One module per benchmark of :data:`warehouse.text_rules.BENCHMARKS`; each
+exposes ``LOADER_VERSION`` and ``load(run, **options) -> BenchmarkLoad``, its pass
+over one file being the :class:`~ingest.benchmarks.base.LoaderRun` ``run``, and
 :func:`ingest.benchmarks.writer.write` stores a load in one transaction.
 :func:`ingest_benchmark` does both. Files are read from a local path only; nothing is
 downloaded.
@@ -9,40 +10,23 @@ downloaded.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import duckdb
 
-from ingest.benchmarks import (
-    babilong,
-    hotpotqa,
-    longmemeval,
-    loong,
-    musique,
-    nolima,
-    nq_open,
-    triviaqa,
-)
-from ingest.benchmarks.base import BenchmarkLoad, Slice, parse_slice
+from ingest.benchmarks.base import BenchmarkLoad, LoaderRun, Slice, parse_slice
 from ingest.benchmarks.writer import WriteResult, write
 from warehouse.errors import InputError
 from warehouse.progress import NULL_PROGRESS, Progress
-from warehouse.text_rules import benchmark_name
+from warehouse.text_rules import BENCHMARKS, benchmark_module, benchmark_name
 
-LOADERS: dict[str, Callable[..., BenchmarkLoad]] = {
-    module.NAME: module.load
-    for module in (
-        hotpotqa,
-        musique,
-        nq_open,
-        triviaqa,
-        longmemeval,
-        babilong,
-        nolima,
-        loong,
-    )
+#: Benchmark -> its loader module.
+LOADERS: dict[str, ModuleType] = {
+    name: import_module(f"ingest.benchmarks.{benchmark_module(name)}")
+    for name in BENCHMARKS
 }
 
 __all__ = [
@@ -87,7 +71,9 @@ def read_benchmark(
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or folder", file=str(path))
-    return LOADERS[key](path, slice_ or Slice(), progress, **given)
+    loader = LOADERS[key]
+    run = LoaderRun(key, loader.LOADER_VERSION, path, slice_ or Slice(), progress)
+    return loader.load(run, **given)
 
 
 def ingest_benchmark(

@@ -31,26 +31,23 @@ from ingest.benchmarks.base import (
     LoaderRun,
     Passage,
     Record,
-    Slice,
     make_span,
     read_json,
     read_jsonl,
     read_rows,
-    records,
 )
-from warehouse.progress import NULL_PROGRESS, Progress
 
-NAME = "babilong"
 LOADER_VERSION = "babilong/1"
 #: The question and target fields of each layout.
 _PUBLISHED = ("question", "target")
 _FOLDER = ("query", "answer")
 
 
-def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
+def load(run: LoaderRun):
     """Read BABILong (published file or materialised folder) into a :class:`BenchmarkLoad`."""
+    path = run.path
     if path.is_dir():
-        return _load_folder(path, slice_, progress)
+        return _load_folder(run.at(path / "input.jsonl"), path)
     task = next((part for part in path.parts if re.fullmatch(r"qa\d+", part)), None)
     match = re.search(r"qa\d+", path.stem)
     task = task or (match.group(0) if match else "qa")
@@ -63,12 +60,12 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
         ),
         stem,
     )
-    rows = records(read_rows(path), path)
+    rows = run.records(read_rows(path))
     keyed = [
         (record, str(record.data.get("id", f"{task}_{length}_{record.index:03d}")))
         for record in rows
     ]
-    return LoaderRun(NAME, LOADER_VERSION, path, slice_, progress).load_keyed(
+    return run.load_keyed(
         keyed,
         "id",
         lambda record, item_id: _published_item(
@@ -88,12 +85,11 @@ def _published_item(
     return _item(record, item_id, _PUBLISHED, text, facts, task, metadata, file)
 
 
-def _load_folder(folder: Path, slice_: Slice, progress: Progress):
-    path = folder / "input.jsonl"
-    rows = records(read_jsonl(path), path)
+def _load_folder(run: LoaderRun, folder: Path):
+    """The folder's ``input.jsonl`` (``run``'s file) and each item's files."""
+    rows = run.records(read_jsonl(run.path))
     keyed = [(record, record.text("example_id")) for record in rows]
     side: list[Path] = []  # the context and evidence files read, in order
-    run = LoaderRun(NAME, LOADER_VERSION, path, slice_, progress)
     items = run.items(
         keyed,
         "example_id",

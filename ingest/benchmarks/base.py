@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -296,10 +296,12 @@ def check_unique(ids: Sequence[tuple[Record, str]], field_name: str) -> None:
 class LoaderRun:
     """One loader's pass over one file: what every loader does the same way.
 
-    A loader states only what is its own: how a record gives its id and its item,
-    and the load's version, policies and description. The run checks that ids are
-    unique, applies the slice, counts progress and stamps the load with the source
-    file's hash and size.
+    :func:`ingest.benchmarks.read_benchmark` starts it with the benchmark's name
+    and its module's ``LOADER_VERSION``; the module's ``load(run)`` states only what
+    is its own: how a record gives its id and its item, and the load's version,
+    policies and description. The run checks that ids are unique, applies the
+    slice, counts progress and stamps the load with the source file's hash and
+    size.
     """
 
     benchmark: str
@@ -307,6 +309,14 @@ class LoaderRun:
     path: Path
     slice_: Slice
     progress: Progress = NULL_PROGRESS
+
+    def at(self, path: Path) -> LoaderRun:
+        """The same run over another source file (a folder's records file)."""
+        return replace(self, path=path)
+
+    def records(self, rows: Iterable[tuple[int | None, Any]]) -> list[Record]:
+        """The source file's ``(line, value)`` rows as records naming it."""
+        return records(rows, self.path)
 
     def each(self, chosen: Sequence[T], make_item: Callable[[T], Item]) -> list[Item]:
         """``make_item`` over the already chosen entries, counting progress."""

@@ -25,24 +25,18 @@ Stored:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ingest.benchmarks.base import (
     Item,
     LoaderRun,
     Passage,
     PolicyPool,
-    Slice,
     Span,
     make_span,
     read_rows,
-    records,
     titled,
 )
 from ingest.benchmarks.policies import HOTPOTQA_DISTRACTOR_10
-from warehouse.progress import NULL_PROGRESS, Progress
 
-NAME = "hotpotqa"
 LOADER_VERSION = "hotpotqa-distractor/1"
 
 
@@ -51,13 +45,13 @@ def passage_id(position: int, title: str) -> str:
     return f"para_{position:02d}_" + title.lower().replace(" ", "_")[:30]
 
 
-def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
+def load(run: LoaderRun):
     """Read a HotpotQA distractor file into a :class:`BenchmarkLoad`."""
-    rows = records(read_rows(path), path)
+    rows = run.records(read_rows(run.path))
     for record in rows:
         record.data = from_columnar(record.data)
     keyed = [(record, record.text("_id")) for record in rows]
-    return LoaderRun(NAME, LOADER_VERSION, path, slice_, progress).load_keyed(
+    return run.load_keyed(
         keyed,
         "_id",
         _item,

@@ -28,36 +28,30 @@ Stored:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ingest.benchmarks.base import (
     Item,
     LoaderRun,
     Passage,
     PolicyPool,
     Record,
-    Slice,
     make_span,
     read_json_or_jsonl,
-    records,
 )
 from ingest.benchmarks.policies import LONGMEMEVAL_BM25_TOP20
-from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.text_rules import bm25_rank, is_abstention
 
-NAME = "longmemeval"
 LOADER_VERSION = "longmemeval/2"
 
 
-def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
+def load(run: LoaderRun):
     """Read a LongMemEval JSON file into a :class:`BenchmarkLoad`."""
-    rows = records(read_json_or_jsonl(path), path)
+    rows = run.records(read_json_or_jsonl(run.path))
     keyed = [(record, record.text("question_id")) for record in rows]
-    return LoaderRun(NAME, LOADER_VERSION, path, slice_, progress).load_keyed(
+    return run.load_keyed(
         keyed,
         "question_id",
         _item,
-        version=path.stem,
+        version=run.path.stem,
         policies=(LONGMEMEVAL_BM25_TOP20,),
         description="LongMemEval",
     )

@@ -57,18 +57,14 @@ from ingest.benchmarks.base import (
     LoaderRun,
     Passage,
     Record,
-    Slice,
     make_span,
     read_json,
     read_jsonl,
-    records,
 )
 from warehouse.errors import InputError
 from warehouse.hashing import sha256_file
-from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.text_rules import PASSAGE_SEPARATOR
 
-NAME = "loong"
 LOADER_VERSION = "loong/2"
 
 _SCALES = (
@@ -189,15 +185,10 @@ def _kept(record: Record) -> bool:
     return record.data.get("language") == "en" and record.data.get("level") == 1
 
 
-def load(
-    path: Path,
-    slice_: Slice,
-    progress: Progress = NULL_PROGRESS,
-    *,
-    document_manifest: str | Path | None = None,
-):
+def load(run: LoaderRun, *, document_manifest: str | Path | None = None):
     """Read LOONG level-1 English rows and their documents."""
-    rows = records(read_jsonl(path), path)
+    path = run.path
+    rows = run.records(read_jsonl(path))
     keyed = [
         (record, str(record.data.get("id", f"loong_{record.index:04d}")))
         for record in rows
@@ -206,7 +197,6 @@ def load(
     folder = document_folder(path)
     manifest = Manifest.read(Path(document_manifest)) if document_manifest else None
     read_files: dict[Path, Path] = {}  # documents read, in first-read order
-    run = LoaderRun(NAME, LOADER_VERSION, path, slice_, progress)
     items = run.items(
         keyed,
         "id",

@@ -32,36 +32,32 @@ from ingest.benchmarks.base import (
     Passage,
     PolicyPool,
     Record,
-    Slice,
     make_span,
     read_json_or_jsonl,
-    records,
     titled,
 )
 from ingest.benchmarks.policies import MUSIQUE_ALL20, MUSIQUE_FIRST8
 from warehouse.errors import InputError
-from warehouse.progress import NULL_PROGRESS, Progress
 
-NAME = "musique"
 LOADER_VERSION = "musique/2"
 
 
-def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
+def load(run: LoaderRun):
     """Read a MuSiQue JSONL file into a :class:`BenchmarkLoad`.
 
     The published files are JSON Lines; a file that is one JSON value (a list or
     an object) is refused rather than read as a few records.
     """
-    if _is_json_list(path):
+    if _is_json_list(run.path):
         raise InputError(
             "the file is one JSON list, expected MuSiQue's JSON Lines (one record "
             "per line, as in musique_ans_v1.0_dev.jsonl)",
-            file=str(path),
+            file=str(run.path),
             line=1,
         )
-    rows = records(read_json_or_jsonl(path), path)
+    rows = run.records(read_json_or_jsonl(run.path))
     keyed = [(record, item_id(record)) for record in rows]
-    return LoaderRun(NAME, LOADER_VERSION, path, slice_, progress).load_keyed(
+    return run.load_keyed(
         keyed,
         "id",
         _item,

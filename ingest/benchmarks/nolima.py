@@ -56,18 +56,14 @@ from ingest.benchmarks.base import (
     LoaderRun,
     Passage,
     Record,
-    Slice,
     answers,
     check_unique,
     make_span,
     read_json_list,
-    records,
 )
 from warehouse.errors import InputError
 from warehouse.hashing import sha256_file
-from warehouse.progress import NULL_PROGRESS, Progress
 
-NAME = "nolima"
 LOADER_VERSION = "nolima/2"
 HAYSTACK_TOKENS = 130_000
 DEPTHS = (0.25, 0.5, 0.75)
@@ -197,18 +193,13 @@ def _gold_answers(test: dict) -> list[str]:
     return []
 
 
-def load(
-    path: Path,
-    slice_: Slice,
-    progress: Progress = NULL_PROGRESS,
-    *,
-    haystack_dir: str | Path | None = None,
-):
+def load(run: LoaderRun, *, haystack_dir: str | Path | None = None):
     """Build the NoLiMa items from a needle set and one tier of haystacks."""
+    path = run.path
     entries = read_json_list(path)
     if not entries:
         raise InputError("no needles: the file holds an empty list", file=str(path))
-    needles = records(entries, path)
+    needles = run.records(entries)
     haystacks = haystack_files(path, haystack_dir)
     for needle in needles:
         _check_needle(needle)
@@ -226,9 +217,8 @@ def load(
                         variants.append(
                             _Variant(item_id, needle, n, str(test_id), t, hop, depth, k)
                         )
-    chosen = slice_.select(variants, lambda v: v.item_id, file=str(path))
+    chosen = run.slice_.select(variants, lambda v: v.item_id, file=str(path))
     pieces = functools.cache(lambda k: _pieces(haystacks[k - 1]))
-    run = LoaderRun(NAME, LOADER_VERSION, path, slice_, progress)
     items = run.each(
         chosen,
         lambda v: _item(v, haystacks[v.haystack - 1], pieces(v.haystack)),

@@ -50,17 +50,13 @@ from ingest.benchmarks.base import (
     Item,
     LoaderRun,
     Passage,
-    Slice,
     mention_spans,
     read_json_or_jsonl,
-    records,
     titled,
 )
 from warehouse.errors import InputError
-from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.text_rules import normalize_answer
 
-NAME = "nq-open"
 LOADER_VERSION = "nq-open/2"
 
 
@@ -104,14 +100,15 @@ def _read_qa_csv(path: Path) -> list[tuple[int, dict]]:
     return rows
 
 
-def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
+def load(run: LoaderRun):
     """Read an NQ-Open JSONL file into a :class:`BenchmarkLoad`."""
+    path = run.path
     raw = (
         _read_qa_csv(path)
         if path.suffix.lower() in (".csv", ".tsv")
         else read_json_or_jsonl(path)
     )
-    rows = records(raw, path)
+    rows = run.records(raw)
     prefix = split_prefix(path)
     keyed = []
     for record in rows:
@@ -122,9 +119,7 @@ def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
                 str(native_id) if native_id is not None else f"{prefix}{record.index}",
             )
         )
-    return LoaderRun(NAME, LOADER_VERSION, path, slice_, progress).load_keyed(
-        keyed, "id", _item, description="NQ-Open"
-    )
+    return run.load_keyed(keyed, "id", _item, description="NQ-Open")
 
 
 def _item(record, item_id: str) -> Item:

@@ -36,7 +36,6 @@ from ingest.benchmarks.base import (
     Passage,
     PolicyPool,
     Record,
-    Slice,
     answers,
     mention_spans,
     read_json,
@@ -47,10 +46,8 @@ from ingest.benchmarks.policies import (
     TRIVIAQA_CHUNK_WORDS,
 )
 from warehouse.errors import InputError
-from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.text_rules import bm25_rank
 
-NAME = "triviaqa"
 LOADER_VERSION = "triviaqa-rc-wikipedia/1"
 _WORD = re.compile(r"\S+")
 
@@ -67,21 +64,18 @@ def evidence_folder(path: Path) -> Path | None:
     return None
 
 
-def load(path: Path, slice_: Slice, progress: Progress = NULL_PROGRESS):
+def load(run: LoaderRun):
     """Read a TriviaQA rc qa file and its Wikipedia evidence into a :class:`BenchmarkLoad`."""
+    path = run.path
     data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("Data"), list):
         raise InputError(
             "expected an object with a 'Data' list", file=str(path), column="Data"
         )
-    rows = [
-        Record(entry, file=path, index=index, line=None)
-        for index, entry in enumerate(data["Data"])
-    ]
+    rows = run.records((None, entry) for entry in data["Data"])
     keyed = [(record, record.text("QuestionId")) for record in rows]
     folder = evidence_folder(path)
     read_files: dict[Path, Path] = {}  # evidence files read, in first-read order
-    run = LoaderRun(NAME, LOADER_VERSION, path, slice_, progress)
     items = run.items(
         keyed,
         "QuestionId",

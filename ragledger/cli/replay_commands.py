@@ -239,18 +239,19 @@ def _judge(
         batch_calls=batch[0],
         batch_seconds=batch[1],
     )
-    print_fields(
-        [
-            ("judge", judge.judge_id),
-            ("planned", result.planned),
-            ("reused", result.reused),
-            ("judged", result.judged),
-            ("verdict errors", result.verdict_errors),
-            ("call errors", result.call_errors),
-            ("empty answers", result.empty_answers),
-        ],
-        title=f"judge {judge.judge_id}",
-    )
+    counts = [(name.replace("_", " "), getattr(result, name)) for name in _JUDGE_COUNTS]
+    print_fields([("judge", judge.judge_id), *counts], title=f"judge {judge.judge_id}")
+
+
+#: What ``--judge`` prints of its result, each under its name with spaces.
+_JUDGE_COUNTS = (
+    "planned",
+    "reused",
+    "judged",
+    "verdict_errors",
+    "call_errors",
+    "empty_answers",
+)
 
 
 COMMANDS: list[click.Command] = [replay_command]

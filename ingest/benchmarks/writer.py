@@ -33,6 +33,7 @@ from warehouse.errors import InputError, WarehouseError
 from warehouse.hashing import canonical_json, sha256_json
 from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.raw_tables import write_dicts
+from warehouse.reloads import reload_status
 from warehouse.table_contracts import table as table_contract
 from warehouse.text_rules import PASSAGE_SEPARATOR
 
@@ -71,23 +72,25 @@ def write(
         "where dataset_id = ?",
         [dataset_id],
     ).fetchone()
-    wanted = (load.source_sha256, load.slice.spec, load.loader_version)
-    if existing is not None:
-        if tuple(existing) == wanted:
-            return WriteResult(dataset_id, "unchanged")
-        if not replace:
-            raise InputError(
-                f"dataset {dataset_id!r} was loaded from another file or slice "
-                f"({existing[0]}, {existing[1]}); pass --replace to overwrite it, "
-                "or --dataset-id to load this one beside it",
-                file=str(load.source_path),
-            )
+    status = reload_status(
+        None if existing is None else tuple(existing),
+        (load.source_sha256, load.slice.spec, load.loader_version),
+        replace=replace,
+        refusal=lambda: InputError(
+            f"dataset {dataset_id!r} was loaded from another file or slice "
+            f"({existing[0]}, {existing[1]}); pass --replace to overwrite it, "
+            "or --dataset-id to load this one beside it",
+            file=str(load.source_path),
+        ),
+    )
+    if status == "unchanged":
+        return WriteResult(dataset_id, status)
     new_policies = _policies_to_register(con, load)
 
     rows = _rows(load, dataset_id)
     progress.start(None, f"writing {dataset_id}")
     with transaction(con):
-        if existing is not None:
+        if status == "replaced":
             for table in ("evidence_spans", "policy_pools", "items", "datasets"):
                 con.execute(
                     f"delete from raw.{table} where dataset_id = ?", [dataset_id]
@@ -96,7 +99,7 @@ def write(
     progress.finish()
     return WriteResult(
         dataset_id,
-        "replaced" if existing is not None else "loaded",
+        status,
         policies=len(new_policies),
         **counts,
     )

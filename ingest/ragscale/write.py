@@ -27,6 +27,7 @@ from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_file, sha256_json, sha256_text
 from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.raw_tables import register_policies, write_dicts
+from warehouse.reloads import reload_status
 from warehouse.row_identity import generation_id as generation_id_of
 from warehouse.row_identity import policy_row
 from warehouse.text_rules import PASSAGE_SEPARATOR
@@ -73,25 +74,29 @@ def load_ragscale(
         "select source_file_sha256 from raw.datasets where dataset_id = ?",
         [bundle.dataset_id],
     ).fetchone()
-    if existing and existing[0] == fingerprint:
-        return RagscaleLoadResult(
-            bundle.dataset_id, "unchanged", warnings=tuple(bundle.warnings)
-        )
-    if existing and not replace:
-        raise WarehouseError(
+    status = reload_status(
+        None if existing is None else existing[0],
+        fingerprint,
+        replace=replace,
+        refusal=lambda: WarehouseError(
             f"dataset {bundle.dataset_id} is already loaded from other files; "
             "pass --replace to swap it for these"
+        ),
+    )
+    if status == "unchanged":
+        return RagscaleLoadResult(
+            bundle.dataset_id, status, warnings=tuple(bundle.warnings)
         )
 
     progress.start(len(bundle.generations), f"loading {bundle.dataset_id}")
     with transaction(con):
-        if existing:
+        if status == "replaced":
             _delete_dataset(con, bundle.dataset_id)
         counts = _write(con, bundle, files, file_hashes, fingerprint, progress)
     progress.finish()
     return RagscaleLoadResult(
         bundle.dataset_id,
-        "replaced" if existing else "loaded",
+        status,
         warnings=tuple(bundle.warnings),
         **counts,
     )

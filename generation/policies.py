@@ -10,10 +10,11 @@ Names are dashed (``head-tail``, ``dense-rerank``, ``lm-filter``,
 ``lm-filter-threshold``), as ragscale's raw policy ids are
 (``hotpotqa-distractor-10``). CoRA-Bench's spellings of those four
 (``head_tail``, ``dense_rerank``, ``lm_filter``, ``lm_filter_threshold``) are
-each spec's ``hash_name``: frozen, it is the name the config hashes (so config
-hashes, artifacts, generations and shared keys stored under the old names stay
-valid; migration 0014 renamed the stored ids) and :func:`canonical_policy`
-accepts it as input wherever a policy name, id or evidence spec is typed.
+each spec's ``hash_name``: frozen, it is the name the config hashes (as is
+the selector's own ``name``, its config's ``selector``), so config hashes,
+artifacts, generations and shared keys stored under the old names stay valid
+(migration 0014 renamed the stored ids); :func:`canonical_policy` accepts it
+as input wherever a policy name, id or evidence spec is typed.
 
 Selectors see the passages joined by a blank line ("\\n\\n", the raw evidence
 text); their kept character spans are mapped back to passage-relative spans.

@@ -84,6 +84,14 @@ def test_cora_bench_spellings_name_the_dashed_policies(typed, meant):
     assert canonical_policy(typed) == meant
 
 
+def test_audit_baseline_takes_an_old_spelling():
+    from ragledger.cli.audit_commands import _method
+
+    assert _method("head_tail@v1@32000") == "head-tail@v1@32000"
+    assert _method("hotpotqa-distractor-10@v1@0") == "hotpotqa-distractor-10@v1@0"
+    assert _method(None) is None
+
+
 def test_an_old_spelling_builds_the_same_policy():
     for old, new in RENAMED.items():
         policy = get_policy(old, version=2)

@@ -26,7 +26,8 @@
 -- have them under the new ones. Every other panel keeps its id.
 --
 -- Runs with the other pending migrations in one transaction (one lake
--- snapshot): all of it or none.
+-- snapshot): all of it or none. A 0.1 file copied by `ragledger migrate`
+-- arrives after the new lake ran this on empty tables: its ids stay old.
 
 create temp view renamed_policy_ids as
 select policy_id from raw.policies

@@ -21,7 +21,7 @@ Rules:
   policy's registration and the run's start are the first snapshot, the run's
   finish rides with the last batch. Each item's artifact, compilation and
   metrics land together, with the chunk embeddings first computed for the batch
-  (a policy that embeds chunks, dense and dense_rerank, reads and queues them
+  (a policy that embeds chunks, dense and dense-rerank, reads and queues them
   through one :class:`generation.embeddings.EmbeddingStore` per compile, so a
   haystack shared by items, budgets, policies or runs is embedded once). A
   killed compile loses the items of its open batch only; the rerun compiles

@@ -14,6 +14,7 @@ from typing import Any
 
 import duckdb
 
+from generation.policies import canonical_policy
 from warehouse.errors import WarehouseError
 from warehouse.hashing import sha256_text
 
@@ -49,9 +50,11 @@ def resolve_evidence(
     (the dataset's raw policy, the one raw-kind policy compiled for it), a
     policy id (``all-passages@v1``, ``hotpotqa-distractor-10``) or a policy
     name when one version of it is compiled (``all-passages``), each optionally
-    with ``@BUDGET`` (``head_tail@32000``, ``head_tail@v1@32000``,
-    ``head_tail@v1 @ 32000``); a bare policy takes every compiled budget. An
-    unknown name is refused with the valid names of the dataset.
+    with ``@BUDGET`` (``head-tail@32000``, ``head-tail@v1@32000``,
+    ``head-tail@v1 @ 32000``); a bare policy takes every compiled budget.
+    CoRA-Bench's spellings (``head_tail@32000``) name the same policies
+    (:func:`generation.policies.canonical_policy`). An unknown name is refused
+    with the valid names of the dataset.
     """
     if not evidence:
         raise WarehouseError("give at least one evidence policy (e.g. raw)")
@@ -101,7 +104,10 @@ def _policy_of(
     name: str,
     compiled: Compiled,
 ) -> str:
-    """The compiled policy id ``name`` stands for (``raw``, an id or a name)."""
+    """The compiled policy id ``name`` stands for (``raw``, an id or a name; a
+    stored id as typed, else in its registered spelling)."""
+    if name not in compiled:
+        name = canonical_policy(name)
     if name == "raw":
         found = sorted(p for p, (_, kind, _) in compiled.items() if kind == "raw")
         if len(found) != 1:

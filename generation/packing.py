@@ -5,7 +5,7 @@
   duplicated); the paper's evidence-only tables use it.
 * :class:`SourceUnion` renders the union of the chosen chunks' source spans
   (overlapping or touching spans merge, source order, one "\\n" per gap, UTF-8
-  boundaries respected); bm25, dense and dense_rerank use it.
+  boundaries respected); bm25, dense and dense-rerank use it.
 
 Both packers take a *strict ranked prefix*: the first chunk that does not fit
 stops selection, so a budget may be underfilled.

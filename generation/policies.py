@@ -6,6 +6,16 @@ under an optional token budget. ``policy_id = "<name>@v<version>"``; its config
 ``config_hash = warehouse.hashing.sha256_json(config)``. Heavy libraries load
 lazily: registering a policy is one line naming ``module:Class``.
 
+Names are dashed (``head-tail``, ``dense-rerank``, ``lm-filter``,
+``lm-filter-threshold``), as ragscale's raw policy ids are
+(``hotpotqa-distractor-10``). CoRA-Bench's spellings of those four
+(``head_tail``, ``dense_rerank``, ``lm_filter``, ``lm_filter_threshold``) are
+each spec's ``hash_name``: frozen, it is the name the config hashes (as is
+the selector's own ``name``, its config's ``selector``), so config hashes,
+artifacts, generations and shared keys stored under the old names stay valid
+(migration 0014 renamed the stored ids); :func:`canonical_policy` accepts it
+as input wherever a policy name, id or evidence spec is typed.
+
 Selectors see the passages joined by a blank line ("\\n\\n", the raw evidence
 text); their kept character spans are mapped back to passage-relative spans.
 """
@@ -32,6 +42,14 @@ class PolicySpec:
     target: str  # "module:Class"
     description: str
     needs_budget: bool
+    #: the name hashed into the config, frozen (the name the policy was first
+    #: registered under); also accepted as input. Empty: ``name``.
+    legacy_name: str = ""
+
+    @property
+    def hash_name(self) -> str:
+        """The name the config carries (``config["policy"]``): never changes."""
+        return self.legacy_name or self.name
 
 
 REGISTRY: dict[str, PolicySpec] = {
@@ -73,11 +91,12 @@ REGISTRY: dict[str, PolicySpec] = {
             False,
         ),
         PolicySpec(
-            "head_tail",
+            "head-tail",
             "selector",
             "generation.selectors.head_tail:HeadTailSelector",
             "first B/2 and last B/2 tokens",
             True,
+            legacy_name="head_tail",
         ),
         PolicySpec(
             "bm25",
@@ -94,11 +113,12 @@ REGISTRY: dict[str, PolicySpec] = {
             True,
         ),
         PolicySpec(
-            "dense_rerank",
+            "dense-rerank",
             "selector",
             "generation.selectors.dense_rerank:DenseRerankSelector",
             "dense candidates reranked by a causal LM's P(yes)",
             True,
+            legacy_name="dense_rerank",
         ),
         PolicySpec(
             "llmlingua2",
@@ -122,21 +142,54 @@ REGISTRY: dict[str, PolicySpec] = {
             True,
         ),
         PolicySpec(
-            "lm_filter",
+            "lm-filter",
             "selector",
             "generation.selectors.lm_filter:LMFilterSelector",
             "chunks ranked by a reader backend's 0-100 relevance, capped by the budget",
             True,
+            legacy_name="lm_filter",
         ),
         PolicySpec(
-            "lm_filter_threshold",
+            "lm-filter-threshold",
             "selector",
             "generation.selectors.lm_filter:LMFilterThresholdSelector",
             "chunks a reader backend scores >= 50 of 100, uncapped",
             False,
+            legacy_name="lm_filter_threshold",
         ),
     )
 }
+
+#: CoRA-Bench's spellings accepted as input: ``{hash_name: name}``
+#: (``head_tail`` -> ``head-tail``).
+ALIASES: dict[str, str] = {
+    spec.hash_name: spec.name for spec in REGISTRY.values() if spec.legacy_name
+}
+
+
+def canonical_policy(text: str) -> str:
+    """``text`` (a policy name, id or evidence spec) with its name registered.
+
+    The name is everything before the first ``@``: ``head_tail``,
+    ``head_tail@v1``, ``head_tail@32000`` and ``head_tail@v1 @ 32000`` become
+    ``head-tail...``; anything else comes back unchanged.
+    """
+    name, separator, rest = text.partition("@")
+    stripped = name.strip()
+    if stripped not in ALIASES:
+        return text
+    return name.replace(stripped, ALIASES[stripped]) + separator + rest
+
+
+def hashed_policy_id(policy_id: str) -> str:
+    """The id a key hashes for ``policy_id``: ``<hash_name>@v<N>`` for a
+    registered ``<name>@v<N>`` (``head-tail@v1`` -> ``head_tail@v1``, the id its
+    stored keys were hashed with), else ``policy_id`` unchanged."""
+    name, separator, version = policy_id.partition("@v")
+    spec = REGISTRY.get(name)
+    if spec is None or not separator or not version.isdigit():
+        return policy_id
+    return f"{spec.hash_name}@v{version}"
 
 
 @dataclass(frozen=True)
@@ -187,7 +240,12 @@ class Policy:
 
     @property
     def config(self) -> dict[str, Any]:
-        return {"policy": self.spec.name, "tokenizer": TOKENIZER, **self.impl.config}
+        """Every option, hashed: ``policy`` is the spec's frozen ``hash_name``."""
+        return {
+            "policy": self.spec.hash_name,
+            "tokenizer": TOKENIZER,
+            **self.impl.config,
+        }
 
     @property
     def config_hash(self) -> str:
@@ -205,13 +263,15 @@ class Policy:
 
 
 def get_policy(name: str, *, version: int = 1, **options: Any) -> Policy:
-    """Build the registered policy ``name`` with ``options``.
+    """Build the registered policy ``name`` (or its CoRA-Bench spelling) with
+    ``options``.
 
     Raises
     ------
     WarehouseError
         For an unknown name, a bad version or options the policy does not take.
     """
+    name = canonical_policy(name)
     if name not in REGISTRY:
         raise WarehouseError(
             f"unknown policy {name!r}; known policies: {', '.join(sorted(REGISTRY))}"

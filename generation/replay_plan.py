@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 
 from generation.evidence_loading import EvidenceRow
+from generation.policies import hashed_policy_id
 from generation.readers import ReaderSpec
 from warehouse import transaction
 from warehouse.errors import WarehouseError
@@ -66,11 +67,12 @@ def generation_id(reader: ReaderSpec, row: EvidenceRow) -> str:
 
 def shared_id(reader: ReaderSpec, row: EvidenceRow) -> str:
     """The key of a row recorded under ``row``'s policy and budget with the answer
-    of another row's call (the same evidence text)."""
+    of another row's call (the same evidence text). A renamed policy hashes its
+    old id (``head-tail@v1`` as ``head_tail@v1``), so stored keys stay valid."""
     return generation_id_of(
         {
             **call_key(reader, row),
-            "policy_id": row.policy_id,
+            "policy_id": hashed_policy_id(row.policy_id),
             "budget_tokens": row.budget_tokens,
         }
     )

@@ -111,7 +111,7 @@ class LMFilterSelector(BackendCaller, ChunkRanker):
         if self.options["mode"] == "ranked":
             if budget is None:
                 raise WarehouseError(
-                    "lm_filter mode=ranked needs a token budget (--budget B)"
+                    "lm-filter mode=ranked needs a token budget (--budget B)"
                 )
             result = super()._select(query, context, budget, source_tokens)
             return Selection(

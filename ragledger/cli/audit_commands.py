@@ -204,6 +204,14 @@ def _print_rank_groups(run: Any) -> None:  # noqa: ANN401
         )  # fmt: skip
 
 
+def _method(typed: str | None) -> str | None:
+    """``--baseline`` with its policy name registered (CoRA-Bench's
+    ``head_tail@v1@32000`` is ``head-tail@v1@32000``)."""
+    from generation.policies import canonical_policy
+
+    return canonical_policy(typed) if typed else typed
+
+
 def _print_messages(run: Any) -> None:  # noqa: ANN401
     for message in run.messages:
         errors.print(message, style="yellow", markup=False, highlight=False)
@@ -233,7 +241,7 @@ def _print_messages(run: Any) -> None:  # noqa: ANN401
 @_setting_option("pair_draws")
 @click.option(
     "--baseline",
-    help="Context selection: the method (policy@budget) differences are taken against (default: the raw policy).",
+    help="Context selection: the method (policy@budget, e.g. head-tail@v1@32000) differences are taken against (default: the raw policy).",
 )
 @click.option(
     "--stratify-by",
@@ -331,7 +339,7 @@ def audit(
             output=output,
             force_output=force_output,
             write_tables_=not no_write,
-            baseline=baseline,
+            baseline=_method(baseline),
             stratify_by=stratify_by,
             cluster_by=cluster_by,
             selection_seed=selection_seed,

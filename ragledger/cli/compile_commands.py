@@ -85,7 +85,11 @@ def _print_policies(as_json: bool) -> None:
 
 
 @click.command("compile")
-@click.option("--policy", "policy_name", help="Policy name (see --list).")
+@click.option(
+    "--policy",
+    "policy_name",
+    help="Policy name (see --list), e.g. head-tail (CoRA-Bench's head_tail too).",
+)
 @click.option("--budget", type=int, default=None, help="Token budget (cl100k_base).")
 @click.option("--dataset", "dataset_id", help="Dataset id in raw.items.")
 @click.option(
@@ -139,10 +143,12 @@ def compile_command(
     Artifacts are content-addressed and compiled once: rerunning reuses them, and
     an item whose pool changed is refused. Policies: all-passages, first-k,
     bm25-top-k, recomp-extractive, llm-summary (raw policies and compressors);
-    head_tail, bm25, dense, dense_rerank, llmlingua2, longllmlingua, provence,
-    lm_filter (selectors; need --budget, except lm_filter mode=threshold).
+    head-tail, bm25, dense, dense-rerank, llmlingua2, longllmlingua, provence,
+    lm-filter, lm-filter-threshold (selectors; need --budget, except
+    lm-filter-threshold). CoRA-Bench's spellings (head_tail, dense_rerank,
+    lm_filter, lm_filter_threshold) are accepted.
 
-    dense and dense_rerank keep their chunk vectors in raw.embeddings, keyed by
+    dense and dense-rerank keep their chunk vectors in raw.embeddings, keyed by
     embedding model and chunk text: a haystack is embedded once across items,
     budgets, policies and runs, and the summary says how many chunks were
     embedded and how many reused.
@@ -185,9 +191,9 @@ def _policy(
     """The policy ``--policy`` names: a built-in one with its options, or a
     benchmark raw policy stored by ingest (longmemeval-bm25-top20, ...)."""
     from generation.artifacts import load_pool_policy
-    from generation.policies import REGISTRY, get_policy
+    from generation.policies import REGISTRY, canonical_policy, get_policy
 
-    if policy_name in REGISTRY:
+    if canonical_policy(policy_name) in REGISTRY:
         return get_policy(
             policy_name, version=policy_version, **_parse_options(options)
         )

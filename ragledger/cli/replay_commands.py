@@ -76,7 +76,8 @@ def _retry_options(func: Any) -> Any:
     default="raw",
     show_default=True,
     help="Comma-separated policies whose stored artifacts readers answer from: "
-    "`raw` (the dataset's raw policy), a policy id, or POLICY@BUDGET.",
+    "`raw` (the dataset's raw policy), a policy id, or POLICY@BUDGET "
+    "(e.g. head-tail@32000).",
 )
 @click.option(
     "--config",

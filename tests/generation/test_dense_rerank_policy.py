@@ -1,5 +1,5 @@
-"""dense_rerank's options as policy config: ``batch_size`` is hashed, checked,
-and a warehouse holding dense_rerank@v1 from before it existed refuses it."""
+"""dense-rerank's options as policy config: ``batch_size`` is hashed, checked,
+and a warehouse holding dense-rerank@v1 from before it existed refuses it."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def test_batch_size_is_part_of_the_config_with_default_one():
     assert config["batch_size"] == 1
     assert DenseRerankSelector(batch_size=8).config["batch_size"] == 8
     assert (
-        get_policy("dense_rerank").config_hash
-        != get_policy("dense_rerank", batch_size=8).config_hash
+        get_policy("dense-rerank").config_hash
+        != get_policy("dense-rerank", batch_size=8).config_hash
     )
 
 
@@ -32,12 +32,12 @@ def test_a_batch_size_that_is_not_a_positive_integer_is_refused(bad):
 
 
 def test_a_stored_v1_without_batch_size_refuses_the_default_and_names_v2(tmp_path):
-    """The config dense_rerank@v1 had before ``batch_size`` (left-padded batches
+    """The config dense-rerank@v1 had before ``batch_size`` (left-padded batches
     of 8) is stored; the default now scores one unpadded sequence at a time."""
     con = warehouse.connect(tmp_path / "w.duckdb")
     try:
         before = {
-            "policy": "dense_rerank",
+            "policy": "dense_rerank",  # the config hashes the old name
             "tokenizer": TOKENIZER,
             "selector": "dense_rerank",
             "chunk_size": 512,
@@ -47,15 +47,15 @@ def test_a_stored_v1_without_batch_size_refuses_the_default_and_names_v2(tmp_pat
             "reranker": "smollm2-135m-instruct",
             "dtype": "bfloat16",
         }
-        current = get_policy("dense_rerank")
+        current = get_policy("dense-rerank")
         assert {k: v for k, v in current.config.items() if k != "batch_size"} == before
         register_policies(
             con,
-            [policy_row("dense_rerank@v1", "selector", before, name="dense_rerank")],
+            [policy_row("dense-rerank@v1", "selector", before, name="dense-rerank")],
         )
         with pytest.raises(WarehouseError, match="--policy-version 2"):
             register_policy(con, current)
-        register_policy(con, get_policy("dense_rerank", version=2))
+        register_policy(con, get_policy("dense-rerank", version=2))
     finally:
         con.close()
 

@@ -44,14 +44,14 @@ def test_registry_configs_are_canonical():
     assert get_policy("bm25", chunk_overlap=64).config_hash == policy.config_hash
     assert get_policy("bm25", chunk_overlap=32).config_hash != policy.config_hash
     assert {
-        "head_tail",
+        "head-tail",
         "bm25",
         "dense",
-        "dense_rerank",
+        "dense-rerank",
         "llmlingua2",
         "longllmlingua",
         "provence",
-        "lm_filter",
+        "lm-filter",
     } <= set(REGISTRY)
 
 
@@ -178,12 +178,12 @@ LM_PASSAGES = [
 @pytest.mark.slow
 def test_lm_filter_arms_with_the_local_backend():
     options = {"chunk_size": 16, "chunk_overlap": 0, "max_tokens": 48}
-    ranked = get_policy("lm_filter", **options)
+    ranked = get_policy("lm-filter", **options)
     ranked.check_available()
     capped = ranked.compile("Where does Mary live?", LM_PASSAGES, 20)
     assert capped.selected_tokens <= 20
     assert capped.provenance == "source_spans"
-    uncapped = get_policy("lm_filter_threshold", **options).compile(
+    uncapped = get_policy("lm-filter-threshold", **options).compile(
         "Where does Mary live?", LM_PASSAGES, None
     )
     n_chunks = len(TokenChunker(16, 0).chunk("\n\n".join(LM_PASSAGES)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -21,6 +22,7 @@ from warehouse.errors import WarehouseError
 from warehouse.exports import remove_dead_partials
 from warehouse.job_files import trim_ended_log
 from warehouse.lake import LAKE_ALIAS, Location, resolve, write_lock
+from warehouse.schema import MIGRATIONS_DIR
 
 #: A folder holding a duckdb 2.x package (``pip install --target DIR duckdb==2.0.1``)
 #: to read 0.1 warehouse files written by duckdb 2.x (storage version 69).
@@ -187,6 +189,7 @@ def migrate_single_file(
         files = sorted(staging.glob("*.parquet"))
         if not files:
             raise WarehouseError(f"{old}: no raw or analysis tables found")
+        _migrate_export(files)
         if done:
             report = _check_migrated(old, files, location)
             COMMITTED.add(location)  # its snapshot file is published if stale
@@ -400,6 +403,39 @@ def _export_with_legacy_engine(old: Path, staging: Path, reason: str) -> None:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["failed"])[-1]
         raise WarehouseError(f"{old}: reading it with DuckDB 2.x failed: {last}")
+
+
+#: Migrations that rewrite stored values: the new lake runs them on its empty
+#: tables before OLD's rows arrive, so they run again on OLD's exported tables
+#: (the copy and a rerun's check then compare those, migrated, rows).
+DATA_MIGRATIONS = ("0014_dashed_policy_ids.sql",)
+
+
+def _migrate_export(files: list[Path]) -> None:
+    """Run :data:`DATA_MIGRATIONS` on OLD's exported raw tables, in place.
+
+    A migration that reads a table OLD does not have is skipped: OLD holds none
+    of the values it rewrites."""
+    raw = {name: file for file, schema, name in _tables(files) if schema == "raw"}
+    con = duckdb.connect()
+    try:
+        con.execute("create schema raw")
+        for name, file in raw.items():
+            con.execute(
+                f'create table raw."{name}" as '
+                f"select * from read_parquet('{_sql(str(file))}')"
+            )
+        for script in DATA_MIGRATIONS:
+            text = (MIGRATIONS_DIR / script).read_text(encoding="utf-8")
+            statements = re.sub(r"--[^\n]*", "", text)  # not the comments
+            if set(re.findall(r"\braw\.(\w+)", statements)) <= set(raw):
+                con.execute(text)
+        for name, file in raw.items():
+            con.execute(
+                f"copy raw.\"{name}\" to '{_sql(str(file))}' (format parquet)"
+            )
+    finally:
+        con.close()
 
 
 def _sql(text: str) -> str:

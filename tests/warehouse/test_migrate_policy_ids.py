@@ -216,3 +216,39 @@ def test_0014_is_atomic_with_the_migrations_after_it(
     monkeypatch.undo()
     _, still, version = _read(old_warehouse, migrate=False)
     assert version == 13 and still == before
+
+
+def test_a_0_1_file_brought_over_by_migrate_arrives_with_dashed_ids(tmp_path):
+    """The new lake runs 0014 on empty tables; OLD's rows get it on their way in,
+    and a rerun of migrate still finds the lake to be OLD's."""
+    import duckdb
+
+    from tests.warehouse.lake_support import outside_connection, ragledger
+    from tests.warehouse.test_migrate import build_v0_1
+
+    old = tmp_path / "old.duckdb"
+    build_v0_1(old)
+    con = duckdb.connect(str(old))
+    con.execute("update raw.generations set policy_id = 'head_tail@v1' where rowid = 0")
+    con.execute(
+        "update raw.policies set policy_id = 'head_tail@v1', kind = 'selector', "
+        """name = 'head_tail', version = 1, config_json = '{"policy": "head_tail"}' """
+        "where rowid = 0"
+    )
+    con.close()
+    new = tmp_path / "new.duckdb"
+    ragledger(new, "migrate", str(old))
+    ragledger(new, "migrate", str(old), "--db", str(new))
+    lake = outside_connection(new)
+    try:
+        policies = lake.execute(
+            "select policy_id, name from raw.policies where kind = 'selector' "
+            "and policy_id like 'head%'"
+        ).fetchall()
+        generations = lake.execute(
+            "select policy_id from raw.generations where policy_id like 'head%'"
+        ).fetchall()
+    finally:
+        lake.close()
+    assert policies == [("head-tail@v1", "head-tail")]
+    assert generations == [("head-tail@v1",)]

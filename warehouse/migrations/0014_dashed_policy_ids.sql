@@ -27,7 +27,8 @@
 --
 -- Runs with the other pending migrations in one transaction (one lake
 -- snapshot): all of it or none. A 0.1 file copied by `ragledger migrate`
--- arrives after the new lake ran this on empty tables: its ids stay old.
+-- arrives after the new lake ran this on empty tables, so migrate runs it
+-- again on the file's exported tables (warehouse.maintenance.DATA_MIGRATIONS).
 
 create temp view renamed_policy_ids as
 select policy_id from raw.policies

@@ -9,8 +9,8 @@
     ragledger_build.changed_datasets in the scratch database, and
 
     - the heavy models are incremental (strategy 'dataset_partitions'): their
-      SQL reads only the changed datasets (in_changed_datasets(),
-      in_changed_panels()) and the strategy deletes those datasets' rows
+      SQL reads only the changed datasets (changed_rows(), on
+      in_changed_datasets() or in_changed_panels()) and the strategy deletes those datasets' rows
       (or panels' rows, partition_key='panel_id') before inserting them again;
     - the views between them read only the changed datasets too, except the
       mart views with a partition_key (fct_outcomes, fct_paired_outcomes):
@@ -66,6 +66,18 @@
 {% macro in_changed_datasets(column='dataset_id') -%}
     {#- A predicate: the row's dataset changed (always true on a full build). -#}
     {{ dataset_changed(column) if is_partial_refresh() else 'true' }}
+{%- endmacro %}
+
+
+{% macro changed_rows(relation, partition_key='dataset_id') -%}
+    {#-
+        The rows of `relation` a partial refresh rebuilds, as a subquery: those
+        of the changed datasets (partition_key 'dataset_id') or of their panels
+        ('panel_id'); every row on a full build.
+    -#}
+    {%- set predicate = in_changed_panels(partition_key)
+        if partition_key == 'panel_id' else in_changed_datasets(partition_key) -%}
+    (select * from {{ relation }} where {{ predicate }})
 {%- endmacro %}
 
 

@@ -11,9 +11,7 @@
     {%- if flags.WHICH == 'generate' and node is not none
           and node.resource_type == 'model' and node.fqn[1] == 'marts' -%}
         lake
-    {%- elif custom_database_name is none -%}
-        {{ target.database }}
     {%- else -%}
-        {{ custom_database_name | trim }}
+        {{ default__generate_database_name(custom_database_name, node) }}
     {%- endif -%}
 {%- endmacro %}

@@ -15,8 +15,7 @@ with
 
 panel_cells as (
 
-    select * from {{ ref('int_panel_cells') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    select * from {{ changed_rows(ref('int_panel_cells')) }}
 
 ),
 
@@ -26,8 +25,7 @@ panel_rows as (
         panel_id,
         item_id,
         artifact_identity
-    from {{ ref('fct_panel_rows') }}
-    where {{ in_changed_panels() }}
+    from {{ changed_rows(ref('fct_panel_rows'), 'panel_id') }}
 
 ),
 

@@ -1,10 +1,4 @@
-{#
-    A view in dbt's scratch database: a projection of the incremental
-    intermediate. Publishing stores it in the lake, by dataset
-    (partition_key: only the changed datasets on a partial refresh), so its
-    rows are copied once, not twice. It reads every dataset; publishing and
-    its tests pick the changed ones.
-#}
+{# A view published by dataset, as fct_outcomes (see there). #}
 {{ config(
     materialized='view',
     partition_key='dataset_id'

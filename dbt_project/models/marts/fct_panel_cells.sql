@@ -9,8 +9,7 @@ with
 
 cells as (
 
-    select * from {{ ref('int_panel_cells') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    select * from {{ changed_rows(ref('int_panel_cells')) }}
 
 ),
 

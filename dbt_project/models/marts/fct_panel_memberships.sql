@@ -13,8 +13,7 @@ with
 
 memberships as (
 
-    select * from {{ ref('int_panel_memberships') }}
-    where {{ in_changed_panels() }}
+    select * from {{ changed_rows(ref('int_panel_memberships'), 'panel_id') }}
 
 ),
 

@@ -21,8 +21,7 @@ panel_cells as (
         reader_family,
         raw_score,
         compressed_score
-    from {{ ref('fct_panel_cells') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('fct_panel_cells')) }}
 
 ),
 

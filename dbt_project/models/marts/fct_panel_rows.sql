@@ -19,8 +19,7 @@ panel_cells as (
         compressed_artifact_hash,
         raw_evidence_hash,
         question_type
-    from {{ ref('fct_panel_cells') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('fct_panel_cells')) }}
 
 ),
 

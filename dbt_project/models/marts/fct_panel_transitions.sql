@@ -23,8 +23,7 @@ reader_transitions as (
         damaged_count,
         unchanged_correct_count,
         unchanged_wrong_count
-    from {{ ref('fct_reader_transitions') }}
-    where {{ in_changed_panels() }}
+    from {{ changed_rows(ref('fct_reader_transitions'), 'panel_id') }}
 
 ),
 
@@ -55,10 +54,7 @@ shares_computed as (
         cast(damaged_count as bigint) as damaged_count,
         cast(unchanged_correct_count as bigint) as unchanged_correct_count,
         cast(unchanged_wrong_count as bigint) as unchanged_wrong_count,
-        rescued_count / cell_count as rescue_share,
-        case
-            when raw_correct_count > 0 then damaged_count / raw_correct_count
-        end as damage_share
+        {{ transition_shares() }}
     from transitions_pooled
 
 )

@@ -19,8 +19,8 @@ panel_cells as (
         reader_id,
         raw_score,
         transition_type
-    from {{ ref('fct_panel_cells') }}
-    where is_binary_metric and {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('fct_panel_cells')) }}
+    where is_binary_metric
 
 ),
 
@@ -46,10 +46,7 @@ shares_computed as (
 
     select
         *,
-        rescued_count / cell_count as rescue_share,
-        case
-            when raw_correct_count > 0 then damaged_count / raw_correct_count
-        end as damage_share
+        {{ transition_shares() }}
     from transitions_counted
 
 )

@@ -73,12 +73,11 @@ evidence_joined_to_compilations as (
     left join datasets
         on artifact_evidence.dataset_id = datasets.dataset_id
     left join artifact_compilations
-        on
-            artifact_evidence.dataset_id = artifact_compilations.dataset_id
-            and artifact_evidence.item_id = artifact_compilations.item_id
-            and artifact_evidence.policy_id = artifact_compilations.policy_id
-            and artifact_evidence.budget_tokens
-            = artifact_compilations.budget_tokens
+        on {{ join_on_columns(
+            'artifact_evidence',
+            'artifact_compilations',
+            ['dataset_id', 'item_id', 'policy_id', 'budget_tokens']
+        ) }}
 
 ),
 
@@ -103,8 +102,7 @@ aggregated as (
         max(selected_tokens) as max_selected_tokens,
         cast(sum(producer_tokens) as bigint) as total_producer_tokens,
         {{ exact_mean('latency_ms') }} as mean_producer_latency_ms,
-        cast(sum(cast(cost_usd as decimal(38, 18))) as double)
-            as total_producer_cost_usd
+        {{ exact_sum('cost_usd') }} as total_producer_cost_usd
     from evidence_joined_to_compilations
     group by benchmark, policy_id, budget_tokens
 

@@ -11,8 +11,7 @@ matrix_rows as (
         dataset_id,
         policy_id,
         source_transition_type
-    from {{ ref('stg_matrix__rows') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('stg_matrix__rows')) }}
 
 ),
 

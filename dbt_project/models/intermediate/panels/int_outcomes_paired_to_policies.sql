@@ -18,8 +18,7 @@ with
 
 outcomes as (
 
-    select * from {{ ref('int_outcomes_unioned') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    select * from {{ changed_rows(ref('int_outcomes_unioned')) }}
 
 ),
 
@@ -68,27 +67,25 @@ outcomes_paired as (
         compressed_outcomes.source_transition_type
     from raw_outcomes
     inner join compressed_outcomes
-        on
-            raw_outcomes.dataset_id = compressed_outcomes.dataset_id
-            and raw_outcomes.item_id = compressed_outcomes.item_id
-            and raw_outcomes.reader_id = compressed_outcomes.reader_id
-            and raw_outcomes.metric = compressed_outcomes.metric
-            and raw_outcomes.seed = compressed_outcomes.seed
+        on {{ join_on_columns(
+            'raw_outcomes',
+            'compressed_outcomes',
+            ['dataset_id', 'item_id', 'reader_id', 'metric', 'seed']
+        ) }}
 
 ),
 
 pairs_labelled as (
 
     select
-        left(md5(concat_ws(
-            '|',
-            dataset_id,
-            metric,
-            raw_policy_id,
-            compressed_policy_id,
-            cast(budget_tokens as varchar),
-            cast(seed as varchar)
-        )), 16) as panel_id,
+        {{ hash_key([
+            'dataset_id',
+            'metric',
+            'raw_policy_id',
+            'compressed_policy_id',
+            'budget_tokens',
+            'seed'
+        ], length=16) }} as panel_id,
         dataset_id || ' | ' || metric || ' | ' || raw_policy_id || ' -> '
         || compressed_policy_id
         || case when budget_tokens > 0 then ' @' || budget_tokens else '' end

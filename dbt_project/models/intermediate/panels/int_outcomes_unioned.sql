@@ -34,10 +34,8 @@ generations as (
         prompt_tokens,
         generation_status,
         created_at
-    from {{ ref('stg_ragledger__generations') }}
-    where
-        generation_status in ('ok', 'empty')
-        and {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('stg_ragledger__generations')) }}
+    where generation_status in ('ok', 'empty')
 
 ),
 
@@ -78,8 +76,7 @@ matrix_rows as (
         question_type,
         source_transition_type,
         matrix_release
-    from {{ ref('stg_matrix__rows') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('stg_matrix__rows')) }}
 
 ),
 
@@ -118,8 +115,7 @@ items as (
         item_id,
         question_type,
         item_metadata_json
-    from {{ ref('stg_benchmarks__items') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('stg_benchmarks__items')) }}
 
 ),
 
@@ -190,9 +186,9 @@ matrix_outcomes as (
         matrix_releases.loaded_at
     from matrix_rows
     inner join matrix_policies
-        on
-            matrix_rows.dataset_id = matrix_policies.dataset_id
-            and matrix_rows.policy_id = matrix_policies.policy_id
+        on {{ join_on_columns(
+            'matrix_rows', 'matrix_policies', ['dataset_id', 'policy_id']
+        ) }}
     left join matrix_releases
         on matrix_rows.matrix_release = matrix_releases.matrix_release
 
@@ -219,9 +215,9 @@ outcomes_joined_to_readers_and_items as (
     left join readers
         on outcomes_unioned.reader_id = readers.reader_id
     left join items
-        on
-            outcomes_unioned.dataset_id = items.dataset_id
-            and outcomes_unioned.item_id = items.item_id
+        on {{ join_on_columns(
+            'outcomes_unioned', 'items', ['dataset_id', 'item_id']
+        ) }}
 
 ),
 
@@ -241,16 +237,15 @@ binary_metrics as (
 outcomes_keyed as (
 
     select
-        md5(concat_ws(
-            '|',
-            outcomes.dataset_id,
-            outcomes.item_id,
-            outcomes.reader_id,
-            outcomes.policy_id,
-            cast(outcomes.budget_tokens as varchar),
-            outcomes.metric,
-            cast(outcomes.seed as varchar)
-        )) as outcome_id,
+        {{ hash_key([
+            'outcomes.dataset_id',
+            'outcomes.item_id',
+            'outcomes.reader_id',
+            'outcomes.policy_id',
+            'outcomes.budget_tokens',
+            'outcomes.metric',
+            'outcomes.seed'
+        ]) }} as outcome_id,
         outcomes.source,
         outcomes.dataset_id,
         outcomes.item_id,

@@ -8,8 +8,7 @@ with
 
 paired_outcomes as (
 
-    select * from {{ ref('int_outcomes_paired_to_policies') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    select * from {{ changed_rows(ref('int_outcomes_paired_to_policies')) }}
 
 ),
 
@@ -22,8 +21,7 @@ panel_rows as (
         panel_kind,
         panel_definition_name,
         item_id
-    from {{ ref('int_panels_defined') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('int_panels_defined')) }}
 
 ),
 

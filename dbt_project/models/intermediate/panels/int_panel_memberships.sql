@@ -14,8 +14,7 @@ panel_rows as (
         panel_kind,
         panel_definition_name,
         item_id
-    from {{ ref('int_panels_defined') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('int_panels_defined')) }}
 
 ),
 
@@ -25,8 +24,7 @@ paired_outcomes as (
         panel_id as panel_key_id,
         reader_id,
         item_id
-    from {{ ref('int_outcomes_paired_to_policies') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('int_outcomes_paired_to_policies')) }}
 
 ),
 
@@ -35,8 +33,7 @@ panel_definitions as (
     select
         panel_definition_name,
         reader_ids
-    from {{ ref('stg_ragledger__panel_definitions') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('stg_ragledger__panel_definitions')) }}
 
 ),
 
@@ -108,9 +105,9 @@ coverage as (
         count(*) as covered_row_count
     from panel_rows
     inner join paired_outcomes
-        on
-            panel_rows.panel_key_id = paired_outcomes.panel_key_id
-            and panel_rows.item_id = paired_outcomes.item_id
+        on {{ join_on_columns(
+            'panel_rows', 'paired_outcomes', ['panel_key_id', 'item_id']
+        ) }}
     group by panel_rows.panel_id, paired_outcomes.reader_id
 
 ),
@@ -134,9 +131,9 @@ memberships as (
     inner join panels
         on candidates.panel_id = panels.panel_id
     left join coverage
-        on
-            candidates.panel_id = coverage.panel_id
-            and candidates.reader_id = coverage.reader_id
+        on {{ join_on_columns(
+            'candidates', 'coverage', ['panel_id', 'reader_id']
+        ) }}
     left join readers
         on candidates.reader_id = readers.reader_id
 

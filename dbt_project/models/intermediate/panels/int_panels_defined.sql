@@ -29,8 +29,7 @@ paired_outcomes as (
         dataset_id,
         reader_id,
         item_id
-    from {{ ref('int_outcomes_paired_to_policies') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('int_outcomes_paired_to_policies')) }}
 
 ),
 
@@ -41,8 +40,7 @@ panel_definitions as (
         dataset_id,
         reader_ids,
         item_ids
-    from {{ ref('stg_ragledger__panel_definitions') }}
-    where {{ in_changed_datasets('dataset_id') }}
+    from {{ changed_rows(ref('stg_ragledger__panel_definitions')) }}
 
 ),
 
@@ -89,9 +87,9 @@ primary_rows as (
         paired_outcomes.item_id
     from paired_outcomes
     inner join leading_readers
-        on
-            paired_outcomes.panel_key_id = leading_readers.panel_key_id
-            and paired_outcomes.reader_id = leading_readers.reader_id
+        on {{ join_on_columns(
+            'paired_outcomes', 'leading_readers', ['panel_key_id', 'reader_id']
+        ) }}
     group by paired_outcomes.panel_key_id, paired_outcomes.item_id
     having count(*) = any_value(leading_readers.leading_reader_count)
 
@@ -138,9 +136,9 @@ primary_members as (
         paired_outcomes.reader_id
     from paired_outcomes
     inner join primary_rows
-        on
-            paired_outcomes.panel_key_id = primary_rows.panel_key_id
-            and paired_outcomes.item_id = primary_rows.item_id
+        on {{ join_on_columns(
+            'paired_outcomes', 'primary_rows', ['panel_key_id', 'item_id']
+        ) }}
     inner join primary_row_counts
         on paired_outcomes.panel_key_id = primary_row_counts.panel_key_id
     group by paired_outcomes.panel_key_id, paired_outcomes.reader_id
@@ -263,12 +261,11 @@ panels_named as (
     select
         case panels_unioned.panel_kind
             when 'primary' then panels_unioned.panel_key_id
-            else left(md5(concat_ws(
-                '|',
-                panels_unioned.panel_key_id,
-                panels_unioned.panel_kind,
-                panels_unioned.panel_definition_name
-            )), 16)
+            else {{ hash_key([
+                'panels_unioned.panel_key_id',
+                'panels_unioned.panel_kind',
+                'panels_unioned.panel_definition_name'
+            ], length=16) }}
         end as panel_id,
         case panels_unioned.panel_kind
             when 'primary' then panel_keys.panel_key_name

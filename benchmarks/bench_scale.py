@@ -180,31 +180,36 @@ class Day:
         code = "import sys; from warehouse.snapshot_file import publish; publish(sys.argv[1])"
         self.step(name, [sys.executable, "-c", code, str(self.database)], publish=True)
 
+    def plan(self) -> list[tuple[str, tuple[str, ...] | None, tuple[str, ...] | None]]:
+        """The day's steps in order: (name, ``ragledger`` arguments, or None for a
+        publish, plain DuckDB's arguments for the same work, or None)."""
+        matrix, small = str(self.matrix), str(self.small)
+        return [
+            ("init", ("init",), ("init",)),
+            ("ingest", ("ingest", "matrix", matrix), ("ingest", matrix)),
+            ("publish", None, None),
+            ("build", ("build",), ("build",)),
+            ("publish after build", None, None),
+            (
+                "small ingest (1,000 rows)",
+                ("ingest", "matrix", small),
+                ("ingest", small),
+            ),
+            ("publish after small ingest", None, None),
+            ("incremental build", ("build",), ("incremental",)),
+            ("publish after incr. build", None, None),
+            ("publish (nothing changed)", None, None),
+            ("panels", ("panels",), None),
+            ("sql group-by", ("sql", GROUP_BY, "--limit", "5"), ("sql",)),
+        ]
+
     def run(self) -> list[Step]:
-        self.step("init", self.cli("init"), self.baseline("init"))
-        self.step(
-            "ingest",
-            self.cli("ingest", "matrix", str(self.matrix)),
-            self.baseline("ingest", str(self.matrix)),
-        )
-        self.publish("publish")
-        self.step("build", self.cli("build"), self.baseline("build"))
-        self.publish("publish after build")
-        self.step(
-            "small ingest (1,000 rows)",
-            self.cli("ingest", "matrix", str(self.small)),
-            self.baseline("ingest", str(self.small)),
-        )
-        self.publish("publish after small ingest")
-        self.step("incremental build", self.cli("build"), self.baseline("incremental"))
-        self.publish("publish after incr. build")
-        self.publish("publish (nothing changed)")
-        self.step("panels", self.cli("panels"))
-        self.step(
-            "sql group-by",
-            self.cli("sql", GROUP_BY, "--limit", "5"),
-            self.baseline("sql"),
-        )
+        for name, args, plain in self.plan():
+            if args is None:
+                self.publish(name)
+            else:
+                baseline = None if plain is None else self.baseline(*plain)
+                self.step(name, self.cli(*args), baseline)
         panel = self._panel()
         if panel is None:
             print("  audit: no 20-reader panel in marts.dim_panels")  # noqa: T201

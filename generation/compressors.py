@@ -60,10 +60,7 @@ class RecompExtractive(PassagePolicy):
 
         resolve_embedder(self.options["model"])
 
-    def compile(
-        self, question: str, passages: Sequence[str], budget: int | None
-    ) -> Evidence:
-        self._refuse_budget(budget)
+    def _compile(self, question: str, passages: Sequence[str]) -> Evidence:
         from generation.selectors.dense import embed_texts, load_embedder
 
         started = time.perf_counter()
@@ -139,12 +136,9 @@ class LLMSummary(BackendCaller, PassagePolicy):
         self.api_key_env = api_key_env
         self.producer_model = model
 
-    def compile(
-        self, question: str, passages: Sequence[str], budget: int | None
-    ) -> Evidence:
+    def _compile(self, question: str, passages: Sequence[str]) -> Evidence:
         from generation.backends import CallParameters
 
-        self._refuse_budget(budget)
         started = time.perf_counter()
         source = PASSAGE_SEPARATOR.join(passages)
         opts = self.options

@@ -31,11 +31,17 @@ class CallParameters:
     seed: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def sampling(self) -> dict[str, Any]:
+        """``temperature``, ``max_tokens`` and ``seed``: what every request names."""
         return {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.sampling(),
             **({"extra": dict(self.extra)} if self.extra else {}),
         }
 

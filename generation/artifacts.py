@@ -33,7 +33,7 @@ from __future__ import annotations
 import time
 import uuid
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import duckdb
@@ -96,20 +96,10 @@ class CompileSummary:
 
     def as_dict(self) -> dict[str, Any]:
         """The summary as JSON-ready values (``ragledger compile --json``)."""
-        return {
-            "dataset_id": self.dataset_id,
-            "policy_id": self.policy_id,
-            "budget_tokens": self.budget_tokens,
-            "made": self.made,
-            "reused": self.reused,
-            "refused": self.refused,
-            "skipped": self.skipped,
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "chunks_embedded": self.chunks_embedded,
-            "chunks_reused": self.chunks_reused,
-            "refusals": list(self.refusals),
+        values = {
+            f.name: getattr(self, f.name) for f in fields(self) if f.name != "refusals"
         }
+        return {**values, "refusals": list(self.refusals)}
 
 
 def compile_dataset(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from generation.backends import BackendCaller
+from generation.backends import CALLER_OPTIONS, BackendCaller
 from generation.policies import Evidence
 from generation.raw_policies import PassagePolicy
 from generation.tokens import count_tokens
@@ -60,10 +60,7 @@ class RecompExtractive(PassagePolicy):
 
         resolve_embedder(self.options["model"])
 
-    def compile(
-        self, question: str, passages: Sequence[str], budget: int | None
-    ) -> Evidence:
-        self._refuse_budget(budget)
+    def _compile(self, question: str, passages: Sequence[str]) -> Evidence:
         from generation.selectors.dense import embed_texts, load_embedder
 
         started = time.perf_counter()
@@ -116,35 +113,31 @@ class LLMSummary(BackendCaller, PassagePolicy):
     def __init__(
         self,
         *,
-        model: str = "smollm2-135m-instruct",
-        backend: str = "local",
-        api_base: str | None = None,
-        api_key_env: str | None = None,
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int = 0,
         system_prompt: str = SUMMARY_SYSTEM,
         template: str = SUMMARY_TEMPLATE,
+        **backend: str | None,
     ) -> None:
+        unknown = sorted(set(backend) - set(CALLER_OPTIONS))
+        if unknown:  # the caller's options and the ones above: no others
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got an unexpected keyword "
+                f"argument {unknown[0]!r}"
+            )
         super().__init__(
-            model=model,
-            backend=backend,
-            api_base=api_base,
+            **backend,
             max_tokens=int(max_tokens),
             temperature=float(temperature),
             seed=int(seed),
             system_prompt=system_prompt,
             template=template,
         )
-        self.api_key_env = api_key_env
-        self.producer_model = model
 
-    def compile(
-        self, question: str, passages: Sequence[str], budget: int | None
-    ) -> Evidence:
+    def _compile(self, question: str, passages: Sequence[str]) -> Evidence:
         from generation.backends import CallParameters
 
-        self._refuse_budget(budget)
         started = time.perf_counter()
         source = PASSAGE_SEPARATOR.join(passages)
         opts = self.options

@@ -22,7 +22,8 @@ from warehouse.text_rules import PASSAGE_SEPARATOR, bm25_rank
 
 
 class PassagePolicy:
-    """Shared plumbing: options as config, no model, no budget."""
+    """Shared plumbing: options as config, no model, no budget (subclasses
+    implement :meth:`_compile`)."""
 
     kind = "raw"
     producer_model: str | None = None
@@ -37,12 +38,19 @@ class PassagePolicy:
     def check_available(self) -> None:
         return None
 
-    def _refuse_budget(self, budget: int | None) -> None:
+    def compile(
+        self, question: str, passages: Sequence[str], budget: int | None
+    ) -> Evidence:
+        """The evidence of one item; a passage policy takes no token budget."""
         if budget:
             raise WarehouseError(
                 f"policy {type(self).__name__} takes no token budget (got {budget}); "
                 "compile it without --budget"
             )
+        return self._compile(question, passages)
+
+    def _compile(self, question: str, passages: Sequence[str]) -> Evidence:
+        raise NotImplementedError
 
     def _passages(
         self,
@@ -67,10 +75,7 @@ class PassagePolicy:
 
 
 class AllPassages(PassagePolicy):
-    def compile(
-        self, question: str, passages: Sequence[str], budget: int | None
-    ) -> Evidence:
-        self._refuse_budget(budget)
+    def _compile(self, question: str, passages: Sequence[str]) -> Evidence:
         return self._passages(passages, range(len(passages)), time.perf_counter())
 
 
@@ -80,20 +85,14 @@ class FirstK(PassagePolicy):
             raise ValueError(f"`k` must be at least 1, got {k}")
         super().__init__(k=int(k))
 
-    def compile(
-        self, question: str, passages: Sequence[str], budget: int | None
-    ) -> Evidence:
-        self._refuse_budget(budget)
+    def _compile(self, question: str, passages: Sequence[str]) -> Evidence:
         return self._passages(
             passages, range(min(self.options["k"], len(passages))), time.perf_counter()
         )
 
 
 class BM25TopK(FirstK):
-    def compile(
-        self, question: str, passages: Sequence[str], budget: int | None
-    ) -> Evidence:
-        self._refuse_budget(budget)
+    def _compile(self, question: str, passages: Sequence[str]) -> Evidence:
         started = time.perf_counter()
         ranked = bm25_rank(question, passages, self.options["k"])
         return self._passages(passages, ranked, started, rank=ranked)

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import duckdb
 
 from generation import scoring
+from generation.backends import ChatResponse
 from generation.backends.retry import CallOutcome
 from generation.evidence_loading import EvidenceRow
 from generation.journal import unstored
@@ -37,6 +39,19 @@ SCORE_COLUMNS = tuple(
 )
 
 Row = dict[str, Any]
+#: the reply's measurements an attempt row keeps (None for a failed attempt)
+_ATTEMPT_REPLY_FIELDS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "response_id",
+    "finish_reason",
+)
+
+
+def _answered(response: ChatResponse | None, name: str) -> Any:
+    """A field of the reply, None when no reply arrived."""
+    return getattr(response, name) if response is not None else None
 
 
 def attempt_record(
@@ -54,11 +69,7 @@ def attempt_record(
         "error": attempt.error,
         "http_status": attempt.http_status,
         "latency_ms": attempt.latency_ms,
-        "prompt_tokens": response.prompt_tokens if response else None,
-        "completion_tokens": response.completion_tokens if response else None,
-        "cost_usd": response.cost_usd if response else None,
-        "response_id": response.response_id if response else None,
-        "finish_reason": response.finish_reason if response else None,
+        **{name: _answered(response, name) for name in _ATTEMPT_REPLY_FIELDS},
         "started_at": attempt.started_at,
     }
 
@@ -78,10 +89,7 @@ def generation_record(
     """The ``raw.generations`` row of a call under its own (policy, budget)."""
     response = outcome.response if outcome.status != "error" else None
     reader, row = call.reader, call.row
-
-    def answered(name: str) -> Any:
-        return getattr(response, name) if response is not None else None
-
+    answered = partial(_answered, response)
     return {
         "generation_id": call.generation_id,
         "run_id": run_id,

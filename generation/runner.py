@@ -37,7 +37,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +122,9 @@ class ReplaySummary:
 
 @dataclass
 class _Counters:
+    """What a replay counts as it goes; each is the :class:`ReplaySummary` field
+    of its name."""
+
     ok: int = 0
     empty: int = 0
     failed: int = 0
@@ -277,26 +280,20 @@ def _summary(
     refused: Sequence[str],
     item_ids: tuple[str, ...],
 ) -> ReplaySummary:
+    counted = asdict(counters)  # every counter is a summary field of its name
+    counted["cost_usd"] = round(counters.cost_usd, 10)
     return ReplaySummary(
         run_id=opened.run_id,
         planned=len(opened.calls) + opened.reused,
         reused=opened.reused,
         made=counters.ok + counters.empty + counters.failed,
-        ok=counters.ok,
-        empty=counters.empty,
-        failed=counters.failed,
-        attempts=counters.attempts,
-        prompt_tokens=counters.prompt_tokens,
-        completion_tokens=counters.completion_tokens,
-        cost_usd=round(counters.cost_usd, 10),
         elapsed_s=elapsed_s,
         refused=tuple(refused),
         shared=opened.shared,
-        commits=counters.commits,
         recovered=opened.recovered,
         item_ids=item_ids,
-        throttled=counters.throttled,
         concurrency_lowest=limit.lowest,
+        **counted,
     )
 
 

@@ -31,11 +31,17 @@ class CallParameters:
     seed: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def sampling(self) -> dict[str, Any]:
+        """``temperature``, ``max_tokens`` and ``seed``: what every request names."""
         return {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.sampling(),
             **({"extra": dict(self.extra)} if self.extra else {}),
         }
 
@@ -116,15 +122,36 @@ def make_backend(
     )
 
 
+#: The options that name the backend a policy or selector calls, with their
+#: defaults (``api_key_env`` names the key's variable: kept aside, never hashed).
+CALLER_OPTIONS: dict[str, str | None] = {
+    "model": "smollm2-135m-instruct",
+    "backend": "local",
+    "api_base": None,
+    "api_key_env": None,
+}
+
+
 class BackendCaller:
     """Mixin of a policy or selector that calls a reader backend (``llm_summary``,
-    ``lm_filter``): the backend is made on first use from the ``backend``,
-    ``model`` and ``api_base`` options and the ``api_key_env`` attribute (the key
-    is read at call time and never stored)."""
+    ``lm_filter``), first in its bases. It takes the :data:`CALLER_OPTIONS`
+    (defaults filled in) and hands the rest to the next base; ``model``,
+    ``backend`` and ``api_base`` become options (hashed), ``model`` the producer
+    model. The backend is made on first use (the key is read at call time and
+    never stored)."""
 
     options: dict[str, Any]
     api_key_env: str | None = None
+    producer_model: str | None = None
     _client: Backend | None = None
+
+    def __init__(self, **options: Any) -> None:
+        caller = {
+            name: options.pop(name, value) for name, value in CALLER_OPTIONS.items()
+        }
+        self.api_key_env = caller.pop("api_key_env")
+        super().__init__(**caller, **options)
+        self.producer_model = caller["model"]
 
     def _backend(self) -> Backend:
         if self._client is None:
@@ -147,6 +174,7 @@ __all__ = [
     "Backend",
     "BackendCaller",
     "BackendError",
+    "CALLER_OPTIONS",
     "CallParameters",
     "ChatResponse",
     "make_backend",

@@ -65,9 +65,7 @@ class LitellmBackend:
         request.update(
             model=self.model,
             messages=messages,
-            temperature=params.temperature,
-            max_tokens=params.max_tokens,
-            seed=params.seed,
+            **params.sampling(),
             timeout=self.timeout_s,
             num_retries=0,
             max_retries=0,  # the OpenAI SDK's own retries would hide attempts

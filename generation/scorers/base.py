@@ -33,6 +33,8 @@ class ScoreInput:
 
 
 Rule = Callable[[ScoreInput], float]
+#: one prediction against one gold answer
+PairScore = Callable[[str, str], float]
 
 
 @dataclass(frozen=True)
@@ -73,12 +75,21 @@ def references_of(references: Sequence[str] | str) -> tuple[str, ...]:
     return tuple("" if ref is None else str(ref) for ref in refs)
 
 
-def max_over_references(
-    pair_score: Callable[[str, str], float],
-) -> Rule:
+def max_over_references(pair_score: PairScore) -> Rule:
     """``metric_max_over_ground_truths``: the best score over the gold aliases."""
 
     def rule(item: ScoreInput) -> float:
         return max(float(pair_score(item.prediction, ref)) for ref in item.references)
 
     return rule
+
+
+def em_f1_rules(
+    exact_match: PairScore,
+    token_f1: PairScore,
+    *,
+    over: Callable[[PairScore], Rule] = max_over_references,
+) -> dict[str, Rule]:
+    """An EM/F1 benchmark's ``exact_match`` and ``token_f1`` rules: each pair score
+    taken over the gold answers by ``over`` (the maximum over the references)."""
+    return {"exact_match": over(exact_match), "token_f1": over(token_f1)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from generation.scorers.base import Scorer, max_over_references
+from generation.scorers.base import Scorer, em_f1_rules
 from warehouse.text_rules import normalize_answer
 
 _SPECIAL = ("yes", "no", "noanswer")
@@ -42,9 +42,6 @@ def overlap_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
 SCORER = Scorer(
     name="hotpotqa-official",
     version=1,
-    rules={
-        "exact_match": max_over_references(exact_match),
-        "token_f1": max_over_references(token_f1),
-    },
+    rules=em_f1_rules(exact_match, token_f1),
     source="hotpotqa/hotpot hotpot_evaluate_v1.py (exact_match_score, f1_score)",
 )

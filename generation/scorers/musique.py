@@ -1,23 +1,19 @@
 """MuSiQue's answer EM and F1 (``StonyBrookNLP/musique`` ``metrics/answer.py``).
 
-Normalisation as HotpotQA's. F1 differs: no yes/no rule, and when either side
+Normalisation and EM as HotpotQA's. F1 differs: no yes/no rule, and when either side
 has no tokens (the raw string is empty, or it normalises to empty) the score is
 1 if both are empty and 0 otherwise. Maximum over ``[answer] + answer_aliases``.
 """
 
 from __future__ import annotations
 
-from generation.scorers.base import Scorer, max_over_references
-from generation.scorers.hotpotqa import overlap_f1
+from generation.scorers.base import Scorer, em_f1_rules
+from generation.scorers.hotpotqa import exact_match, overlap_f1
 from warehouse.text_rules import normalize_answer
 
 
 def tokens(text: str) -> list[str]:
     return normalize_answer(text).split() if text else []
-
-
-def exact_match(prediction: str, gold: str) -> float:
-    return float(normalize_answer(gold) == normalize_answer(prediction))
 
 
 def token_f1(prediction: str, gold: str) -> float:
@@ -31,9 +27,6 @@ def token_f1(prediction: str, gold: str) -> float:
 SCORER = Scorer(
     name="musique-official",
     version=1,
-    rules={
-        "exact_match": max_over_references(exact_match),
-        "token_f1": max_over_references(token_f1),
-    },
+    rules=em_f1_rules(exact_match, token_f1),
     source="StonyBrookNLP/musique metrics/answer.py (compute_exact, compute_f1)",
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import unicodedata
 
 from generation.scorers.base import Scorer
-from generation.scorers.squad import em_f1_rules
+from generation.scorers.squad import squad_rules
 from warehouse import text_rules
 
 
@@ -24,7 +24,7 @@ def normalize_answer(text: object) -> str:
 SCORER = Scorer(
     name="nq-open-orqa",
     version=1,
-    rules=em_f1_rules(normalize_answer),
+    rules=squad_rules(normalize_answer),
     source="google-research/language orqa/utils/eval_utils.py (exact_match_score)",
     notes="token_f1: SQuAD v1.1 F1 on ORQA-normalised text (no official NQ-Open F1)",
 )

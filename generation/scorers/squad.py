@@ -10,14 +10,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from generation.scorers.base import Scorer, max_over_references
+from generation.scorers.base import (
+    PairScore,
+    Rule,
+    Scorer,
+    em_f1_rules,
+    max_over_references,
+)
 from generation.scorers.hotpotqa import overlap_f1
 from warehouse.text_rules import normalize_answer
 
 
-def em_f1_rules(normalize: Callable[[Any], str] = normalize_answer) -> dict[str, Any]:
-    """SQuAD v1.1's ``exact_match`` and ``token_f1`` (max over the gold answers)
-    on strings normalised by ``normalize`` (NQ-Open's ORQA rule reuses them)."""
+def squad_rules(
+    normalize: Callable[[Any], str] = normalize_answer,
+    *,
+    over: Callable[[PairScore], Rule] = max_over_references,
+) -> dict[str, Rule]:
+    """SQuAD v1.1's ``exact_match`` and ``token_f1`` (taken over the gold answers
+    by ``over``) on strings normalised by ``normalize`` (NQ-Open's ORQA rule and
+    TriviaQA's reuse them)."""
 
     def exact_match(prediction: str, gold: str) -> float:
         return float(normalize(prediction) == normalize(gold))
@@ -25,15 +36,12 @@ def em_f1_rules(normalize: Callable[[Any], str] = normalize_answer) -> dict[str,
     def token_f1(prediction: str, gold: str) -> float:
         return overlap_f1(normalize(prediction).split(), normalize(gold).split())
 
-    return {
-        "exact_match": max_over_references(exact_match),
-        "token_f1": max_over_references(token_f1),
-    }
+    return em_f1_rules(exact_match, token_f1, over=over)
 
 
 SCORER = Scorer(
     name="squad-v1.1",
     version=1,
-    rules=em_f1_rules(),
+    rules=squad_rules(),
     source="rajpurkar SQuAD evaluate-v1.1.py (exact_match_score, f1_score)",
 )

@@ -13,8 +13,14 @@ from __future__ import annotations
 import re
 import string
 
-from generation.scorers.base import ScoreInput, Scorer, max_over_references
-from generation.scorers.hotpotqa import overlap_f1
+from generation.scorers.base import (
+    PairScore,
+    Rule,
+    ScoreInput,
+    Scorer,
+    max_over_references,
+)
+from generation.scorers.squad import squad_rules
 
 _PUNCTUATION = frozenset(string.punctuation + "‘’´`")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -27,17 +33,8 @@ def normalize_answer(text: object) -> str:
     return " ".join(value.split()).strip()
 
 
-def exact_match(prediction: str, gold: str) -> float:
-    return float(normalize_answer(prediction) == normalize_answer(gold))
-
-
-def token_f1(prediction: str, gold: str) -> float:
-    return overlap_f1(
-        normalize_answer(prediction).split(), normalize_answer(gold).split()
-    )
-
-
-def _over_golds(pair_score):
+def _over_golds(pair_score: PairScore) -> Rule:
+    """The maximum over the item's official golds (its references without them)."""
     rule = max_over_references(pair_score)
 
     def over(item: ScoreInput) -> float:
@@ -51,9 +48,6 @@ def _over_golds(pair_score):
 SCORER = Scorer(
     name="triviaqa-official",
     version=1,
-    rules={
-        "exact_match": _over_golds(exact_match),
-        "token_f1": _over_golds(token_f1),
-    },
+    rules=squad_rules(normalize_answer, over=_over_golds),
     source="mandarjoshi90/triviaqa evaluation/triviaqa_evaluation.py",
 )

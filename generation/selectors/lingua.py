@@ -91,12 +91,40 @@ def _verbatim(text: str, source_tokens: int, **metadata: Any) -> Selection:
     )
 
 
-class LLMLingua2Selector(Selector):
-    name = "llmlingua2"
+class _LinguaSelector(Selector):
+    """A ``PromptCompressor`` over the context (none without a budget): subclasses
+    name their default model and mode and implement :meth:`_path` and
+    :meth:`_compress`."""
 
-    def __init__(self, *, model: str = LLMLINGUA2_MODEL, **options: Any) -> None:
+    default_model: str = ""
+    llmlingua2: bool = False
+
+    def __init__(self, *, model: str | None = None, **options: Any) -> None:
+        model = self.default_model if model is None else model
         super().__init__(model=model, **options)
         self.producer_model = model
+
+    def _path(self) -> str:
+        raise NotImplementedError
+
+    def _compress(
+        self, compressor: Any, query: str, context: str, budget: int, source_tokens: int
+    ) -> Selection:
+        raise NotImplementedError
+
+    def _select(
+        self, query: str, context: str, budget: int | None, source_tokens: int
+    ) -> Selection:
+        if budget is None:
+            return _verbatim(context, source_tokens)
+        compressor = load_compressor(self._path(), llmlingua2=self.llmlingua2)
+        return self._compress(compressor, query, context, budget, source_tokens)
+
+
+class LLMLingua2Selector(_LinguaSelector):
+    name = "llmlingua2"
+    default_model = LLMLINGUA2_MODEL
+    llmlingua2 = True
 
     def _path(self) -> str:
         return resolve_hf_model(
@@ -109,22 +137,16 @@ class LLMLingua2Selector(Selector):
     def check_available(self) -> None:
         self._path()
 
-    def _select(
-        self, query: str, context: str, budget: int | None, source_tokens: int
+    def _compress(
+        self, compressor: Any, query: str, context: str, budget: int, source_tokens: int
     ) -> Selection:
-        if budget is None:
-            return _verbatim(context, source_tokens)
-        compressor = load_compressor(self._path(), llmlingua2=True)
         result = compressor.compress_prompt(context, target_token=budget)
         return _verbatim(result["compressed_prompt"], source_tokens)
 
 
-class LongLLMLinguaSelector(Selector):
+class LongLLMLinguaSelector(_LinguaSelector):
     name = "longllmlingua"
-
-    def __init__(self, *, model: str = LONGLLMLINGUA_MODEL, **options: Any) -> None:
-        super().__init__(model=model, **options)
-        self.producer_model = model
+    default_model = LONGLLMLINGUA_MODEL
 
     def check_available(self) -> None:
         check_causal_lm(self.options["model"])
@@ -141,13 +163,10 @@ class LongLLMLinguaSelector(Selector):
             return name
         return resolve_hf_model(name, install_hint="pass a local causal-LM folder")
 
-    def _select(
-        self, query: str, context: str, budget: int | None, source_tokens: int
+    def _compress(
+        self, compressor: Any, query: str, context: str, budget: int, source_tokens: int
     ) -> Selection:
-        if budget is None:
-            return _verbatim(context, source_tokens)
         chunks = [c.text for c in TokenChunker().chunk(context)]
-        compressor = load_compressor(self._path(), llmlingua2=False)
         result = compressor.compress_prompt(
             chunks,
             question=query,

@@ -53,10 +53,6 @@ class LMFilterSelector(BackendCaller, ChunkRanker):
     def __init__(
         self,
         *,
-        model: str = "smollm2-135m-instruct",
-        backend: str = "local",
-        api_base: str | None = None,
-        api_key_env: str | None = None,
         mode: str = "ranked",
         threshold: int = 50,
         max_tokens: int = 160,
@@ -65,17 +61,12 @@ class LMFilterSelector(BackendCaller, ChunkRanker):
         if mode not in ("ranked", "threshold"):
             raise ValueError(f"`mode` must be 'ranked' or 'threshold', got {mode!r}")
         super().__init__(
-            model=model,
-            backend=backend,
-            api_base=api_base,
             mode=mode,
             threshold=int(threshold),
             max_tokens=int(max_tokens),
             system_prompt=SYSTEM,
             **options,
         )
-        self.api_key_env = api_key_env
-        self.producer_model = model
         self._unscored = 0
 
     def scores(self, query: str, chunks: Sequence[Chunk]) -> np.ndarray:

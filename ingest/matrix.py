@@ -281,30 +281,27 @@ def _load_with_duckdb(
     """The fast route; None when DuckDB cannot read the file as the csv module does
     (it refuses it, or its records miss physical lines).
 
-    Lines are counted from the free-text cells; when the records then miss
-    physical lines and counting every text cell accounts for them (a newline in
-    another cell), the load is repeated counting every text cell.
+    The first try takes two shortcuts: lines are counted from the free-text cells
+    only, and the reader parses the float columns. When it fails and the file
+    read as text (every text cell counted) has no bad cell and accounts for every
+    line, a shortcut misjudged a good file (a newline in another cell, a number
+    the reader parses otherwise): the load is repeated without them.
     """
+    fast = duckdb_source(
+        scan.file, scan.packed, header, header_end, FREE_TEXT_COLUMNS, numeric=True
+    )
     try:
-        return _write(
-            con,
-            scan,
-            release,
-            replacing,
-            duckdb_source(
-                scan.file, scan.packed, header, header_end, FREE_TEXT_COLUMNS
-            ),
-        )
+        return _write(con, scan, release, replacing, fast, numeric=True)
     except _Refused as refused:
         failure = refused
     source = duckdb_source(scan.file, scan.packed, header, header_end)
-    try:  # why? a bad cell, a newline outside the free text, or DuckDB reads otherwise
+    try:  # why? a bad cell, a shortcut, or DuckDB reads the file otherwise
         rows, lines, bad = first_bad_cells(con, source)
     except duckdb.Error:
         return None
     if rows == 0 or header_end + lines != scan.lines:
         return None
-    if not bad and failure.error is None:
+    if not bad:
         with suppress(_Refused):
             return _write(con, scan, release, replacing, source)
         return None
@@ -325,8 +322,11 @@ def _write(
     release: str,
     replacing: bool,
     source: str,
+    *,
+    numeric: bool = False,
 ) -> tuple[int, Counter[str], list[str]]:
-    """One transaction: the rows (checked as they stream), the file, the release."""
+    """One transaction: the rows (checked as they stream), the file, the release.
+    ``numeric``: ``source`` gives the float columns as doubles."""
     try:
         with transaction(con):
             if replacing:
@@ -335,7 +335,7 @@ def _write(
                 con,
                 "raw.matrix_rows",
                 table("raw.matrix_rows").columns,
-                checked_rows(source, release, scan.digest),
+                checked_rows(source, release, scan.digest, numeric),
                 scope={"release": release},
                 order="line_number",
             ).inserted

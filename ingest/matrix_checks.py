@@ -93,6 +93,7 @@ def duckdb_source(
     header: list[str],
     header_end: int,
     spanned: tuple[str, ...] = TEXT_COLUMNS,
+    numeric: bool = False,
 ) -> str:
     """The fast route: a streamed relation over DuckDB's ``read_csv``.
 
@@ -101,8 +102,13 @@ def duckdb_source(
     newlines in its cells of ``spanned``, all text cells unless the caller
     vouches for the others) and ``_line`` (the record's first line: a running sum
     of spans; the window streams, so DuckDB reads the file in order).
+    ``numeric``: the :data:`FLOAT_COLUMNS` are parsed as doubles by the reader
+    (cheaper than text and a cast; a cell it cannot parse fails the read).
     """
-    names = ", ".join(f"{literal(name)}: 'VARCHAR'" for name in header)
+    kinds = dict.fromkeys(FLOAT_COLUMNS, "DOUBLE") if numeric else {}
+    names = ", ".join(
+        f"{literal(name)}: '{kinds.get(name, 'VARCHAR')}'" for name in header
+    )
     options = (
         "header = true, auto_detect = false, delim = ',', quote = '\"', "
         f"escape = '\"', columns = {{{names}}}, strict_mode = true, "
@@ -124,15 +130,19 @@ def duckdb_source(
     )
 
 
-def checked_rows(source: str, release: str, digest: str) -> str:
+def checked_rows(source: str, release: str, digest: str, numeric: bool = False) -> str:
     """SQL: raw.matrix_rows's new rows from ``source``, typed; the query fails on
-    the first bad cell."""
-    numbers = {"correct", *FLOAT_COLUMNS}
+    the first bad cell. ``numeric``: ``source`` gives the float columns as doubles
+    (:func:`duckdb_source`), so a bad one is one that is not finite."""
+    numbers = {"correct"} if numeric else {"correct", *FLOAT_COLUMNS}
     cells = ", ".join(
         f"{typed(name)} as {quoted(name)}" if name in numbers else quoted(name)
         for name in COLUMNS
     )
-    bad = " or ".join(f"({condition})" for condition, _ in checks().values())
+    conditions = {name: condition for name, (condition, _) in checks().items()}
+    if numeric:
+        conditions |= {name: f"not isfinite({quoted(name)})" for name in FLOAT_COLUMNS}
+    bad = " or ".join(f"({condition})" for condition in conditions.values())
     return (
         f"select {literal(release)} as release, {literal(digest)} as "
         f"file_sha256, _line as line_number, {cells} from {source} where "

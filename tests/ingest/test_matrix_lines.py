@@ -44,9 +44,9 @@ def writes(monkeypatch):
     seen: list[str] = []
     write = matrix._write
 
-    def counted(con, scan, release, replacing, source):
+    def counted(con, scan, release, replacing, source, **options):
         seen.append(source)
-        return write(con, scan, release, replacing, source)
+        return write(con, scan, release, replacing, source, **options)
 
     def fell_back(*args):
         raise AssertionError("fell back to the csv module")

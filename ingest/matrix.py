@@ -47,6 +47,7 @@ from ingest.matrix_csv import csv_source as _csv_source  # tests replace it
 from ingest.matrix_format import (
     COLUMNS,
     FLOAT_COLUMNS,
+    FREE_TEXT_COLUMNS,
     KEY_COLUMNS,
     PUBLISHED_COUNTS,
     TEXT_COLUMNS,
@@ -177,8 +178,8 @@ def load_matrix(
             progress.finish()
             return existing
         held = con.execute(
-            "select file_sha256, file_name from raw.matrix_releases where release = ?",
-            [release],
+            "select file_sha256, file_name from raw.matrix_releases "
+            f"where release = {literal(release)}"
         ).fetchone()
         if held is not None and not replace:
             raise WarehouseError(
@@ -266,8 +267,7 @@ def _load(
             if parsed.error is not None:
                 raise parsed.error from None
             raise
-    raise_first_bad(bad, scan.file)
-    raise WarehouseError(f"{scan.file}: the load failed: {failure}")
+    raise _failure(bad, scan, failure)
 
 
 def _load_with_duckdb(
@@ -279,20 +279,41 @@ def _load_with_duckdb(
     header_end: int,
 ) -> tuple[int, Counter[str], list[str]] | None:
     """The fast route; None when DuckDB cannot read the file as the csv module does
-    (it refuses it, or its records miss physical lines)."""
-    source = duckdb_source(scan.file, scan.packed, header, header_end)
+    (it refuses it, or its records miss physical lines).
+
+    The first try takes two shortcuts: lines are counted from the free-text cells
+    only, and the reader parses the float columns. When it fails and the file
+    read as text (every text cell counted) has no bad cell and accounts for every
+    line, a shortcut misjudged a good file (a newline in another cell, a number
+    the reader parses otherwise): the load is repeated without them.
+    """
+    fast = duckdb_source(
+        scan.file, scan.packed, header, header_end, FREE_TEXT_COLUMNS, numeric=True
+    )
     try:
-        return _write(con, scan, release, replacing, source)
+        return _write(con, scan, release, replacing, fast, numeric=True)
     except _Refused as refused:
         failure = refused
-    try:  # why? a bad cell, or DuckDB read the file otherwise
+    source = duckdb_source(scan.file, scan.packed, header, header_end)
+    try:  # why? a bad cell, a shortcut, or DuckDB reads the file otherwise
         rows, lines, bad = first_bad_cells(con, source)
     except duckdb.Error:
         return None
     if rows == 0 or header_end + lines != scan.lines:
         return None
+    if not bad:
+        with suppress(_Refused):
+            return _write(con, scan, release, replacing, source)
+        return None
+    raise _failure(bad, scan, failure)
+
+
+def _failure(
+    bad: dict[str, tuple[int, str | None]], scan: Scan, failure: _Refused
+) -> WarehouseError:
+    """Raise on the first bad cell; without one, the error saying why the load failed."""
     raise_first_bad(bad, scan.file)
-    raise WarehouseError(f"{scan.file}: the load failed: {failure}")
+    return WarehouseError(f"{scan.file}: the load failed: {failure}")
 
 
 def _write(
@@ -301,8 +322,11 @@ def _write(
     release: str,
     replacing: bool,
     source: str,
+    *,
+    numeric: bool = False,
 ) -> tuple[int, Counter[str], list[str]]:
-    """One transaction: the rows (checked as they stream), the file, the release."""
+    """One transaction: the rows (checked as they stream), the file, the release.
+    ``numeric``: ``source`` gives the float columns as doubles."""
     try:
         with transaction(con):
             if replacing:
@@ -311,7 +335,7 @@ def _write(
                 con,
                 "raw.matrix_rows",
                 table("raw.matrix_rows").columns,
-                checked_rows(source, release, scan.digest),
+                checked_rows(source, release, scan.digest, numeric),
                 scope={"release": release},
                 order="line_number",
             ).inserted
@@ -379,18 +403,13 @@ def _existing(
 ) -> MatrixLoad | None:
     """The no-op result when this content is already loaded (under any release)."""
     found = con.execute(
-        "select release, file_name, row_count from raw.matrix_releases "
-        "where file_sha256 = ? order by release = ? desc, release",
-        [digest, release],
+        "select release, file_name, row_count from raw.matrix_releases where "
+        f"file_sha256 = {literal(digest)} order by release = {literal(release)} desc, "
+        "release"
     ).fetchall()
     if not found:
         return None
     held_release, held_file_name, row_count = found[0]
-    counts = con.execute(
-        "select dataset, count(*) from raw.matrix_rows where release = ? "
-        "group by all order by dataset",
-        [held_release],
-    ).fetchall()
     notes = []
     if held_release != release:
         notes.append(
@@ -403,21 +422,22 @@ def _existing(
         file_name=file_name,
         row_count=row_count,
         loaded=False,
-        dataset_counts=tuple((name, count) for name, count in counts),
+        dataset_counts=tuple(sorted(_dataset_counts(con, held_release).items())),
         warnings=tuple(notes),
         loaded_from=held_file_name,
     )
 
 
 def _delete_release(con: duckdb.DuckDBPyConnection, release: str) -> None:
-    con.execute("delete from raw.matrix_rows where release = ?", [release])
+    where = f"release = {literal(release)}"
+    con.execute(f"delete from raw.matrix_rows where {where}")
     old = con.execute(
-        "select file_sha256 from raw.matrix_releases where release = ?", [release]
+        f"select file_sha256 from raw.matrix_releases where {where}"
     ).fetchall()
-    con.execute("delete from raw.matrix_releases where release = ?", [release])
+    con.execute(f"delete from raw.matrix_releases where {where}")
     for (digest,) in old:
         con.execute(
-            "delete from raw.source_files where file_sha256 = ? and kind = ? and not "
-            "exists (select 1 from raw.matrix_releases where file_sha256 = ?)",
-            [digest, KIND, digest],
+            f"delete from raw.source_files where file_sha256 = {literal(digest)} and "
+            f"kind = {literal(KIND)} and not exists (select 1 from "
+            f"raw.matrix_releases where file_sha256 = {literal(digest)})"
         )

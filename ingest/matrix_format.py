@@ -16,6 +16,10 @@ _CONTRACT = table("raw.matrix_rows")
 KEY_COLUMNS = tuple(name for name in _CONTRACT.key if name != "release")
 FLOAT_COLUMNS = ("judge_score", "evidence_tokens", "reader_raw_accuracy")
 TEXT_COLUMNS = tuple(c for c in COLUMNS if c not in FLOAT_COLUMNS and c != "correct")
+#: The free-text columns: where a released matrix's newlines are. The fast route
+#: counts a record's lines from these cells only; the file's line count vouches
+#: that no other cell holds one (else the load counts every text cell).
+FREE_TEXT_COLUMNS = ("question", "reference_answer", "generated_answer")
 #: The transition labels (empty: a raw-policy row), in contract order.
 TRANSITION_LABELS = _CONTRACT.allowed["transition_type"]
 TRANSITIONS = frozenset(TRANSITION_LABELS)
@@ -70,5 +74,7 @@ def quoted(name: str) -> str:
 
 
 def literal(value: str) -> str:
-    """An SQL string literal."""
-    return "'" + value.replace("'", "''") + "'"
+    """An SQL string literal (DuckDB's parser ends a string at NUL: that is
+    spelled ``chr(0)``)."""
+    parts = ["'" + part.replace("'", "''") + "'" for part in value.split("\0")]
+    return parts[0] if len(parts) == 1 else f"({' || chr(0) || '.join(parts)})"

@@ -60,6 +60,7 @@ from warehouse import InputError, WarehouseError, transaction
 from warehouse.progress import NULL_PROGRESS, Progress
 from warehouse.raw_tables import SOURCE_FILE_COLUMNS, DuplicateKey, write_query
 from warehouse.raw_tables import write as write_rows
+from warehouse.reloads import reload_status
 from warehouse.table_contracts import table
 
 __all__ = [
@@ -181,15 +182,21 @@ def load_matrix(
             "select file_sha256, file_name from raw.matrix_releases "
             f"where release = {literal(release)}"
         ).fetchone()
-        if held is not None and not replace:
-            raise WarehouseError(
+        # this content is not held under any release (_existing), so the
+        # release is new ("loaded") or swaps its file ("replaced")
+        status = reload_status(
+            None if held is None else held[0],
+            scan.digest,
+            replace=replace,
+            refusal=lambda: WarehouseError(
                 f"release '{release}' already holds {held[1]} ({held[0]}); "
                 f"{path.name} ({scan.digest}) differs: pass --replace to swap it in, "
                 "or --release NAME to load it as another release"
-            )
+            ),
+        )
         with _spilling(con, Path(scratch)):
             rows, counts, warnings = _load(
-                con, scan, release, held is not None, Path(scratch)
+                con, scan, release, status == "replaced", Path(scratch)
             )
     progress.advance(1, stage="written", rows=rows)
     progress.finish()

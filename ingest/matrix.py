@@ -178,25 +178,10 @@ def load_matrix(
         if existing is not None:
             progress.finish()
             return existing
-        held = con.execute(
-            "select file_sha256, file_name from raw.matrix_releases "
-            f"where release = {literal(release)}"
-        ).fetchone()
-        # this content is not held under any release (_existing), so the
-        # release is new ("loaded") or swaps its file ("replaced")
-        status = reload_status(
-            None if held is None else held[0],
-            scan.digest,
-            replace=replace,
-            refusal=lambda: WarehouseError(
-                f"release '{release}' already holds {held[1]} ({held[0]}); "
-                f"{path.name} ({scan.digest}) differs: pass --replace to swap it in, "
-                "or --release NAME to load it as another release"
-            ),
-        )
+        held = _held(con, release, path, scan.digest, replace)
         with _spilling(con, Path(scratch)):
             rows, counts, warnings = _load(
-                con, scan, release, status == "replaced", Path(scratch)
+                con, scan, release, held is not None, Path(scratch)
             )
     progress.advance(1, stage="written", rows=rows)
     progress.finish()
@@ -208,7 +193,7 @@ def load_matrix(
         loaded=True,
         dataset_counts=tuple(sorted(counts.items())),
         warnings=tuple(warnings),
-        replaced=None if held is None else held[0],
+        replaced=held,
     )
 
 
@@ -403,6 +388,33 @@ def _register_file(
 
 
 # ---------------------------------------------------------------- writing
+
+
+def _held(
+    con: duckdb.DuckDBPyConnection,
+    release: str,
+    path: Path,
+    digest: str,
+    replace: bool,
+) -> str | None:
+    """The file hash ``release`` holds, which this load replaces (None: a new
+    release). This content is held under no release (:func:`_existing`), so a
+    held release is another file: refused without ``replace``."""
+    held = con.execute(
+        "select file_sha256, file_name from raw.matrix_releases "
+        f"where release = {literal(release)}"
+    ).fetchone()
+    reload_status(
+        None if held is None else held[0],
+        digest,
+        replace=replace,
+        refusal=lambda: WarehouseError(
+            f"release '{release}' already holds {held[1]} ({held[0]}); "
+            f"{path.name} ({digest}) differs: pass --replace to swap it in, "
+            "or --release NAME to load it as another release"
+        ),
+    )
+    return None if held is None else held[0]
 
 
 def _existing(

@@ -50,7 +50,7 @@ import numpy as np
 from generation.chunking import Chunk, merge_intervals
 from generation.packing import SourceUnion
 from generation.selectors.base import ModelUnavailableError, Selection
-from generation.selectors.dense import DEFAULT_EMBEDDER, DenseSelector
+from generation.selectors.dense import DEFAULT_EMBEDDER, DenseSelector, torch_threads
 from generation.tokens import count_tokens
 from warehouse.text_rules import order_by_score
 
@@ -160,9 +160,7 @@ def yes_probabilities(
     if pad_id is None:
         pad_id = tokenizer.eos_token_id or 0
     out = np.zeros(len(documents), dtype=np.float64)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(THREADS)
-    try:
+    with torch_threads(THREADS):
         for start in range(0, len(documents), batch_size):
             rows = []
             for doc in documents[start : start + batch_size]:
@@ -183,8 +181,6 @@ def yes_probabilities(
                 pair = torch.stack([logits[:, no_id], logits[:, yes_id]], dim=1)
                 yes = torch.softmax(pair.float(), dim=1)[:, 1]
             out[start : start + len(rows)] = yes.numpy()
-    finally:
-        torch.set_num_threads(threads)
     return out
 
 

@@ -366,7 +366,8 @@ def _rerank_line(r: dict, label: str) -> str:
         f"{r['source_tokens']} source tokens, {r['chunks']} chunks, "
         f"{r['reranked']} in the pool (depth {r['depth']}), {r['scored']} scored; "
         f"chunks {r['chunks_embedded']} embedded, {r['chunks_reused']} reused; "
-        f"selected {r['selected_tokens']} tokens, needle kept {r['needle_kept']}"
+        f"selected {r['selected_tokens']} tokens, needle kept {r['needle_kept']}, "
+        f"text {r['text_sha256'][:16]}"
     )
 
 

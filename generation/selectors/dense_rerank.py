@@ -23,17 +23,19 @@ weights in ``dtype`` (default ``"bfloat16"``, whose matrix products run on
 oneDNN's AMX kernels where the CPU has them; option ``dtype=float32`` for full
 precision, about 3x the CPU; CoRA-Bench runs Qwen3-Reranker in fp16 on a GPU),
 computes the vocabulary logits at the last position only (the score reads
-nothing else), and uses :data:`THREADS` torch threads while it scores (restored
-after). ``batch_size`` (default 1) documents go through one forward pass: one
-is an unpadded sequence under plain causal attention, so a score is exactly the
-model's P(yes) for that (query, document) whatever its pool-mates, and it costs
-7-9% less CPU per candidate than CoRA-Bench's left-padded batches of 8
-(``batch_size=8`` keeps that recipe; there a document's last bits depend on its
-batch-mates' lengths). Left aside, measured on one batch: reusing the KV cache
-of the shared prompt prefix (72 of ~620 tokens; slower, as attention then needs
-an explicit mask, and P(yes) moves by up to 0.005), torch's dynamic int8 Linear
-layers (about 1.8x bfloat16's CPU, P(yes) off by up to 0.43 on this Q4-derived
-model) and eager attention (about 2.6x). Scores depend only on the inputs, the
+nothing else), fills no KV cache (``use_cache=False``: the same logits, ~1.4%
+less CPU than copying each layer's keys and values into one), and uses
+:data:`THREADS` torch threads while it scores (restored after). ``batch_size``
+(default 1) documents go through one forward pass: one is an unpadded sequence
+under plain causal attention, so a score is exactly the model's P(yes) for
+that (query, document) whatever its pool-mates, and it costs 7-9% less CPU per
+candidate than CoRA-Bench's left-padded batches of 8 (``batch_size=8`` keeps
+that recipe; there a document's last bits depend on its batch-mates' lengths).
+Left aside, measured on one batch: reusing the KV cache of the shared prompt
+prefix (72 of ~620 tokens; slower, as attention then needs an explicit mask,
+and P(yes) moves by up to 0.005), torch's dynamic int8 Linear layers (about
+1.8x bfloat16's CPU, P(yes) off by up to 0.43 on this Q4-derived model) and
+eager attention (about 2.6x). Scores depend only on the inputs, the
 options and the machine's instruction set, so the same item, question and
 budget always select the same text.
 """
@@ -176,7 +178,10 @@ def yes_probabilities(
                 )
             with torch.inference_mode():
                 logits = model(
-                    input_ids=input_ids, attention_mask=mask, logits_to_keep=1
+                    input_ids=input_ids,
+                    attention_mask=mask,
+                    logits_to_keep=1,
+                    use_cache=False,  # no KV cache to fill: 60 copies fewer
                 ).logits[:, -1, :]
                 pair = torch.stack([logits[:, no_id], logits[:, yes_id]], dim=1)
                 yes = torch.softmax(pair.float(), dim=1)[:, 1]

@@ -36,7 +36,7 @@ QUERY_INSTRUCTION = (
 #: How chunk vectors are made (hashed into :func:`embedder_id`).
 EMBEDDING_RECIPE = "sentence-transformers encode, batch 32, L2-normalised, float32"
 #: torch threads while the embedder runs (restored after): one thread costs the
-#: least CPU time per vector (about 25% less than two on this 2-core machine,
+#: least CPU time per vector (25-30% less than two on this 2-core machine,
 #: where extra threads spin under load), the count never depends on the
 #: machine, and the vectors are bit-identical to two threads' (checked on the
 #: benchmark's 286 chunks), so :data:`EMBEDDING_RECIPE` and stored vectors stand.

@@ -1,4 +1,4 @@
-"""dense_rerank: dense candidates rescored by a causal LM's P(yes) relevance.
+"""dense-rerank: dense candidates rescored by a causal LM's P(yes) relevance.
 
 The Qwen3-Reranker recipe with any causal LM: the ChatML yes/no judge prompt
 (system: judge whether the Document meets the Query and Instruct, answer only
@@ -23,17 +23,19 @@ weights in ``dtype`` (default ``"bfloat16"``, whose matrix products run on
 oneDNN's AMX kernels where the CPU has them; option ``dtype=float32`` for full
 precision, about 3x the CPU; CoRA-Bench runs Qwen3-Reranker in fp16 on a GPU),
 computes the vocabulary logits at the last position only (the score reads
-nothing else), and uses :data:`THREADS` torch threads while it scores (restored
-after). ``batch_size`` (default 1) documents go through one forward pass: one
-is an unpadded sequence under plain causal attention, so a score is exactly the
-model's P(yes) for that (query, document) whatever its pool-mates, and it costs
-7-9% less CPU per candidate than CoRA-Bench's left-padded batches of 8
-(``batch_size=8`` keeps that recipe; there a document's last bits depend on its
-batch-mates' lengths). Left aside, measured on one batch: reusing the KV cache
-of the shared prompt prefix (72 of ~620 tokens; slower, as attention then needs
-an explicit mask, and P(yes) moves by up to 0.005), torch's dynamic int8 Linear
-layers (about 1.8x bfloat16's CPU, P(yes) off by up to 0.43 on this Q4-derived
-model) and eager attention (about 2.6x). Scores depend only on the inputs, the
+nothing else), fills no KV cache (``use_cache=False``: the same logits, ~1.4%
+less CPU than copying each layer's keys and values into one), and uses
+:data:`THREADS` torch threads while it scores (restored after). ``batch_size``
+(default 1) documents go through one forward pass: one is an unpadded sequence
+under plain causal attention, so a score is exactly the model's P(yes) for
+that (query, document) whatever its pool-mates, and it costs 7-9% less CPU per
+candidate than CoRA-Bench's left-padded batches of 8 (``batch_size=8`` keeps
+that recipe; there a document's last bits depend on its batch-mates' lengths).
+Left aside, measured on one batch: reusing the KV cache of the shared prompt
+prefix (72 of ~620 tokens; slower, as attention then needs an explicit mask,
+and P(yes) moves by up to 0.005), torch's dynamic int8 Linear layers (about
+1.8x bfloat16's CPU, P(yes) off by up to 0.43 on this Q4-derived model) and
+eager attention (about 2.6x). Scores depend only on the inputs, the
 options and the machine's instruction set, so the same item, question and
 budget always select the same text.
 """
@@ -50,7 +52,7 @@ import numpy as np
 from generation.chunking import Chunk, merge_intervals
 from generation.packing import SourceUnion
 from generation.selectors.base import ModelUnavailableError, Selection
-from generation.selectors.dense import DEFAULT_EMBEDDER, DenseSelector
+from generation.selectors.dense import DEFAULT_EMBEDDER, DenseSelector, torch_threads
 from generation.tokens import count_tokens
 from warehouse.text_rules import order_by_score
 
@@ -86,7 +88,7 @@ def load_reranker(name_or_path: str, dtype: str = "float32") -> tuple[Any, Any]:
 
     float32 goes through the local backend's per-process model cache
     (``generation.backends.local.loaded_model``, on ``generation.local_models``),
-    so dense_rerank, lm_filter and llm-summary share one loaded model; another
+    so dense-rerank, lm-filter and llm-summary share one loaded model; another
     dtype loads its own copy (never converting the shared one)."""
     key = (name_or_path, dtype)
     if key not in _LMS:
@@ -96,7 +98,7 @@ def load_reranker(name_or_path: str, dtype: str = "float32") -> tuple[Any, Any]:
             except ImportError as error:  # pragma: no cover
                 raise ModelUnavailableError(
                     "generation.backends.local is missing: the local causal-LM "
-                    "loader is needed for dense_rerank"
+                    "loader is needed for dense-rerank"
                 ) from error
             model, tokenizer = loaded_model(str(name_or_path))
         else:
@@ -160,9 +162,7 @@ def yes_probabilities(
     if pad_id is None:
         pad_id = tokenizer.eos_token_id or 0
     out = np.zeros(len(documents), dtype=np.float64)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(THREADS)
-    try:
+    with torch_threads(THREADS):
         for start in range(0, len(documents), batch_size):
             rows = []
             for doc in documents[start : start + batch_size]:
@@ -178,13 +178,14 @@ def yes_probabilities(
                 )
             with torch.inference_mode():
                 logits = model(
-                    input_ids=input_ids, attention_mask=mask, logits_to_keep=1
+                    input_ids=input_ids,
+                    attention_mask=mask,
+                    logits_to_keep=1,
+                    use_cache=False,  # no KV cache to fill: 60 copies fewer
                 ).logits[:, -1, :]
                 pair = torch.stack([logits[:, no_id], logits[:, yes_id]], dim=1)
                 yes = torch.softmax(pair.float(), dim=1)[:, 1]
             out[start : start + len(rows)] = yes.numpy()
-    finally:
-        torch.set_num_threads(threads)
     return out
 
 

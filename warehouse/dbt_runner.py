@@ -157,7 +157,10 @@ def run_dbt(
     logs.mkdir(parents=True, exist_ok=True)
     results_file = target / "run_results.json"
     results_file.unlink(missing_ok=True)
-    _forget_stale_parse(target)
+    project = _forget_stale_parse(target)
+    _share_parse(target, project, into_target=True)
+    scratch_dir = scratch_file(location).parent
+    scratch_dir.mkdir(parents=True, exist_ok=True)
 
     command = [
         str(dbt_executable()),
@@ -179,7 +182,8 @@ def run_dbt(
     env.update({"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"})
     env.update(extra_env or {})
     with _held_build_lock(location):
-        exit_code = _stream(command, env, on_line or (lambda line: None))
+        exit_code = _stream(command, env, on_line or (lambda line: None), scratch_dir)
+    _share_parse(target, project, into_target=False)
     problems = (
         read_problems(results_file, location, snapshot) if results_file.exists() else ()
     )
@@ -187,12 +191,16 @@ def run_dbt(
 
 
 def _stream(
-    command: list[str], env: Mapping[str, str], emit: Callable[[str], None]
+    command: list[str], env: Mapping[str, str], emit: Callable[[str], None], cwd: Path
 ) -> int:
-    """Run dbt, hand each line it prints to ``emit``; its exit code."""
+    """Run dbt in ``cwd``, hand each line it prints to ``emit``; its exit code.
+
+    ``cwd`` is the scratch file's folder: the profile's build target names the
+    scratch file relative to it (``dbt.duckdb``).
+    """
     with subprocess.Popen(
         command,
-        cwd=PROJECT_DIR,
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -213,7 +221,7 @@ def _stream(
             raise
 
 
-def _forget_stale_parse(target: Path) -> None:
+def _forget_stale_parse(target: Path) -> str:
     """Drop dbt's partial-parse state when the project's files changed.
 
     dbt 1.11 re-parses changed files itself, but a macro added to a changed
@@ -230,8 +238,44 @@ def _forget_stale_parse(target: Path) -> None:
     digest.update((PROJECT_DIR / "dbt_project.yml").read_bytes())
     stamp = target / "ragledger_project.sha256"
     if not stamp.exists() or stamp.read_text(encoding="utf-8") != digest.hexdigest():
-        (target / "partial_parse.msgpack").unlink(missing_ok=True)
+        (target / PARSE_FILE).unlink(missing_ok=True)
         stamp.write_text(digest.hexdigest(), encoding="utf-8")
+    return digest.hexdigest()
+
+
+#: dbt's partial-parse state (in each target folder), and the folder of the copy
+#: shared by every warehouse (``<project digest>.msgpack``).
+PARSE_FILE = "partial_parse.msgpack"
+SHARED_PARSE = PROJECT_DIR / "target" / "shared_parse"
+
+
+def _share_parse(target: Path, project: str, *, into_target: bool) -> None:
+    """Copy dbt's partial-parse state between ``target`` and the shared folder.
+
+    The build target renders the same profile for every warehouse, so one
+    warehouse's state serves another's first build (dbt still checks the
+    profile, the vars and the files, and parses in full when any differs).
+    ``into_target``: seed ``target`` when it has no state; else share
+    ``target``'s state after a run. Only a state of the project's current
+    files (``project``: the digest of :func:`_forget_stale_parse`) is used.
+    Copies are written beside and renamed: a concurrent build reads a whole
+    file or none.
+    """
+    local, shared = target / PARSE_FILE, SHARED_PARSE / f"{project}.msgpack"
+    source, destination = (shared, local) if into_target else (local, shared)
+    if not source.exists() or (into_target and local.exists()):
+        return
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    partial = destination.with_name(f".{destination.name}.{os.getpid()}")
+    try:
+        shutil.copyfile(source, partial)
+        os.replace(partial, destination)
+        if not into_target:
+            for old in SHARED_PARSE.glob("*.msgpack"):
+                if old != shared:
+                    old.unlink(missing_ok=True)
+    except OSError:
+        partial.unlink(missing_ok=True)
 
 
 _HELD: set[Path] = set()

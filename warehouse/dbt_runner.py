@@ -15,7 +15,10 @@ with it (Linux parent-death signal), so no dbt outlives a killed ragledger.
 dbt runs as the venv's own ``dbt`` executable with ``--project-dir``,
 ``--profiles-dir`` and a per-warehouse ``--target-path`` / ``--log-path``, so
 concurrent runs on different warehouses never share compiled files, partial-parse
-state or logs. Builds of one warehouse queue behind each other (a file lock).
+state or logs; a warehouse without partial-parse state starts from a copy of
+the last one any warehouse left (the build profile is the same for every
+warehouse: dbt runs in the scratch file's folder). Builds of one warehouse
+queue behind each other (a file lock).
 
 After a run, failed and warned tests are read back from ``run_results.json``
 (:mod:`warehouse.dbt_results`).

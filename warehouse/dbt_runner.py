@@ -156,14 +156,13 @@ def run_dbt(
     default_target, default_logs = run_directories(location.root)
     target = Path(target_path) if target_path is not None else default_target
     logs = Path(log_path) if log_path is not None else default_logs
-    target.mkdir(parents=True, exist_ok=True)
-    logs.mkdir(parents=True, exist_ok=True)
+    scratch_dir = scratch_file(location).parent  # dbt runs there (profiles.yml)
+    for folder in (target, logs, scratch_dir):
+        folder.mkdir(parents=True, exist_ok=True)
     results_file = target / "run_results.json"
     results_file.unlink(missing_ok=True)
     project = _forget_stale_parse(target)
     _share_parse(target, project, into_target=True)
-    scratch_dir = scratch_file(location).parent
-    scratch_dir.mkdir(parents=True, exist_ok=True)
 
     command = [
         str(dbt_executable()),

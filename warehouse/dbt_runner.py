@@ -162,7 +162,8 @@ def run_dbt(
     results_file = target / "run_results.json"
     results_file.unlink(missing_ok=True)
     project = _forget_stale_parse(target)
-    _share_parse(target, project, into_target=True)
+    key = _parse_key(project, arguments)
+    _share_parse(target, key, into_target=True)
 
     command = [
         str(dbt_executable()),
@@ -185,7 +186,7 @@ def run_dbt(
     env.update(extra_env or {})
     with _held_build_lock(location):
         exit_code = _stream(command, env, on_line or (lambda line: None), scratch_dir)
-    _share_parse(target, project, into_target=False)
+    _share_parse(target, key, into_target=False)
     problems = (
         read_problems(results_file, location, snapshot) if results_file.exists() else ()
     )
@@ -245,36 +246,44 @@ def _forget_stale_parse(target: Path) -> str:
     return digest.hexdigest()
 
 
-#: dbt's partial-parse state (in each target folder), and the folder of the copy
-#: shared by every warehouse (``<project digest>.msgpack``).
+#: dbt's partial-parse state (in each target folder), and the folder of the copies
+#: shared by every warehouse (``<project digest>-<vars digest>.msgpack``).
 PARSE_FILE = "partial_parse.msgpack"
 SHARED_PARSE = PROJECT_DIR / "target" / "shared_parse"
 
 
-def _share_parse(target: Path, project: str, *, into_target: bool) -> None:
+def _parse_key(project: str, arguments: Sequence[str]) -> str:
+    """``<project digest>-<digest of the --vars>``: dbt's state depends on both."""
+    options = list(arguments)
+    given = options[options.index("--vars") + 1] if "--vars" in options[:-1] else ""
+    return f"{project}-{hashlib.sha256(given.encode()).hexdigest()[:12]}"
+
+
+def _share_parse(target: Path, key: str, *, into_target: bool) -> None:
     """Copy dbt's partial-parse state between ``target`` and the shared folder.
 
     The build target renders the same profile for every warehouse, so one
     warehouse's state serves another's first build (dbt still checks the
     profile, the vars and the files, and parses in full when any differs).
     ``into_target``: seed ``target`` when it has no state; else share
-    ``target``'s state after a run. Only a state of the project's current
-    files (``project``: the digest of :func:`_forget_stale_parse`) is used.
-    Copies are written beside and renamed: a concurrent build reads a whole
-    file or none.
+    ``target``'s state after a run. ``key`` (:func:`_parse_key`) names the
+    project's files and the vars the state was made with: only states of the
+    current files are kept, one per vars. Copies are written beside and
+    renamed: a concurrent build reads a whole file or none.
     """
-    local, shared = target / PARSE_FILE, SHARED_PARSE / f"{project}.msgpack"
+    local, shared = target / PARSE_FILE, SHARED_PARSE / f"{key}.msgpack"
     source, destination = (shared, local) if into_target else (local, shared)
     if not source.exists() or (into_target and local.exists()):
         return
     destination.parent.mkdir(parents=True, exist_ok=True)
     partial = destination.with_name(f".{destination.name}.{os.getpid()}")
+    project = key.split("-")[0]
     try:
         shutil.copyfile(source, partial)
         os.replace(partial, destination)
         if not into_target:
             for old in SHARED_PARSE.glob("*.msgpack"):
-                if old != shared:
+                if old.name.split("-")[0] != project:
                     old.unlink(missing_ok=True)
     except OSError:
         partial.unlink(missing_ok=True)

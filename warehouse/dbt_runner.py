@@ -15,7 +15,10 @@ with it (Linux parent-death signal), so no dbt outlives a killed ragledger.
 dbt runs as the venv's own ``dbt`` executable with ``--project-dir``,
 ``--profiles-dir`` and a per-warehouse ``--target-path`` / ``--log-path``, so
 concurrent runs on different warehouses never share compiled files, partial-parse
-state or logs. Builds of one warehouse queue behind each other (a file lock).
+state or logs; a warehouse without partial-parse state starts from a copy of
+the last one any warehouse left (the build profile is the same for every
+warehouse: dbt runs in the scratch file's folder). Builds of one warehouse
+queue behind each other (a file lock).
 
 After a run, failed and warned tests are read back from ``run_results.json``
 (:mod:`warehouse.dbt_results`).
@@ -153,11 +156,14 @@ def run_dbt(
     default_target, default_logs = run_directories(location.root)
     target = Path(target_path) if target_path is not None else default_target
     logs = Path(log_path) if log_path is not None else default_logs
-    target.mkdir(parents=True, exist_ok=True)
-    logs.mkdir(parents=True, exist_ok=True)
+    scratch_dir = scratch_file(location).parent  # dbt runs there (profiles.yml)
+    for folder in (target, logs, scratch_dir):
+        folder.mkdir(parents=True, exist_ok=True)
     results_file = target / "run_results.json"
     results_file.unlink(missing_ok=True)
-    _forget_stale_parse(target)
+    project = _forget_stale_parse(target)
+    key = _parse_key(project, arguments)
+    _share_parse(target, key, into_target=True)
 
     command = [
         str(dbt_executable()),
@@ -179,7 +185,8 @@ def run_dbt(
     env.update({"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"})
     env.update(extra_env or {})
     with _held_build_lock(location):
-        exit_code = _stream(command, env, on_line or (lambda line: None))
+        exit_code = _stream(command, env, on_line or (lambda line: None), scratch_dir)
+    _share_parse(target, key, into_target=False)
     problems = (
         read_problems(results_file, location, snapshot) if results_file.exists() else ()
     )
@@ -187,12 +194,16 @@ def run_dbt(
 
 
 def _stream(
-    command: list[str], env: Mapping[str, str], emit: Callable[[str], None]
+    command: list[str], env: Mapping[str, str], emit: Callable[[str], None], cwd: Path
 ) -> int:
-    """Run dbt, hand each line it prints to ``emit``; its exit code."""
+    """Run dbt in ``cwd``, hand each line it prints to ``emit``; its exit code.
+
+    ``cwd`` is the scratch file's folder: the profile's build target names the
+    scratch file relative to it (``dbt.duckdb``).
+    """
     with subprocess.Popen(
         command,
-        cwd=PROJECT_DIR,
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -213,7 +224,7 @@ def _stream(
             raise
 
 
-def _forget_stale_parse(target: Path) -> None:
+def _forget_stale_parse(target: Path) -> str:
     """Drop dbt's partial-parse state when the project's files changed.
 
     dbt 1.11 re-parses changed files itself, but a macro added to a changed
@@ -230,8 +241,52 @@ def _forget_stale_parse(target: Path) -> None:
     digest.update((PROJECT_DIR / "dbt_project.yml").read_bytes())
     stamp = target / "ragledger_project.sha256"
     if not stamp.exists() or stamp.read_text(encoding="utf-8") != digest.hexdigest():
-        (target / "partial_parse.msgpack").unlink(missing_ok=True)
+        (target / PARSE_FILE).unlink(missing_ok=True)
         stamp.write_text(digest.hexdigest(), encoding="utf-8")
+    return digest.hexdigest()
+
+
+#: dbt's partial-parse state (in each target folder), and the folder of the copies
+#: shared by every warehouse (``<project digest>-<vars digest>.msgpack``).
+PARSE_FILE = "partial_parse.msgpack"
+SHARED_PARSE = PROJECT_DIR / "target" / "shared_parse"
+
+
+def _parse_key(project: str, arguments: Sequence[str]) -> str:
+    """``<project digest>-<digest of the --vars>``: dbt's state depends on both."""
+    options = list(arguments)
+    given = options[options.index("--vars") + 1] if "--vars" in options[:-1] else ""
+    return f"{project}-{hashlib.sha256(given.encode()).hexdigest()[:12]}"
+
+
+def _share_parse(target: Path, key: str, *, into_target: bool) -> None:
+    """Copy dbt's partial-parse state between ``target`` and the shared folder.
+
+    The build target renders the same profile for every warehouse, so one
+    warehouse's state serves another's first build (dbt still checks the
+    profile, the vars and the files, and parses in full when any differs).
+    ``into_target``: seed ``target`` when it has no state; else share
+    ``target``'s state after a run. ``key`` (:func:`_parse_key`) names the
+    project's files and the vars the state was made with: only states of the
+    current files are kept, one per vars. Copies are written beside and
+    renamed: a concurrent build reads a whole file or none.
+    """
+    local, shared = target / PARSE_FILE, SHARED_PARSE / f"{key}.msgpack"
+    source, destination = (shared, local) if into_target else (local, shared)
+    if not source.exists() or (into_target and local.exists()):
+        return
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    partial = destination.with_name(f".{destination.name}.{os.getpid()}")
+    project = key.split("-")[0]
+    try:
+        shutil.copyfile(source, partial)
+        os.replace(partial, destination)
+        if not into_target:
+            for old in SHARED_PARSE.glob("*.msgpack"):
+                if old.name.split("-")[0] != project:
+                    old.unlink(missing_ok=True)
+    except OSError:
+        partial.unlink(missing_ok=True)
 
 
 _HELD: set[Path] = set()

@@ -323,6 +323,12 @@ def dbt_environment(location: Location, snapshot: int | None) -> dict[str, str]:
     }
     if snapshot is not None:
         env[SNAPSHOT_ENV] = str(snapshot)
+    # a catalog or data path the user set reaches dbt as this command resolved
+    # it: dbt runs in the scratch folder, where a relative path means another place
+    if os.environ.get(lake.CATALOG_ENV):
+        env[lake.CATALOG_ENV] = location.catalog  # a SQLite path is absolute
+    if os.environ.get(lake.DATA_PATH_ENV):
+        env[lake.DATA_PATH_ENV] = location.data_path  # a local folder is absolute
     return env
 
 

@@ -134,6 +134,8 @@ def resolve(path: str | Path | Location | None = None) -> Location:
             root = target.with_name(target.name + ".lake")
     catalog = _catalog_from_env() or f"sqlite:{root / 'catalog.sqlite'}"
     data_path = os.environ.get(DATA_PATH_ENV) or f"{root / 'files'}/"
+    if "://" not in data_path:  # a local folder, named from here: absolute
+        data_path = os.path.normpath(Path(data_path).expanduser().absolute())
     if not data_path.endswith("/"):
         data_path += "/"
     return Location(root, snapshot, catalog, data_path)

@@ -1,0 +1,122 @@
+"""Draws processed chunk by chunk give the numbers of one unchunked call.
+
+``Generator`` methods fill their output in order, so drawing a ``(draws, n)``
+matrix in chunks of rows gives the same numbers as one call; each test runs
+the production code with chunks smaller than the draws against the
+computation that draws everything at once (the code before chunking).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from analysis import bootstrap, eiv, nulls, rank_groups, retention
+from tests.analysis.simulate import binary_panel, continuous_panel
+
+
+def unchunked_row_count_batches(
+    rng: np.random.Generator, n: int, draws: int
+) -> Iterator[tuple[slice, np.ndarray]]:
+    """The batches as they were made before: every index drawn in one call."""
+    indices = rng.integers(0, n, size=(draws, n))
+    with bootstrap.single_blas():
+        for start in range(0, draws, bootstrap.BATCH):
+            rows = slice(start, start + bootstrap.BATCH)
+            yield rows, bootstrap.counts_from_indices(indices[rows], n)
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of 7 draws whose indices are drawn 3 draws at a time."""
+    monkeypatch.setattr(bootstrap, "BATCH", 7)
+    monkeypatch.setattr(bootstrap, "CHUNK_BYTES", 3 * 32 * 31)
+
+
+@pytest.mark.parametrize("draws", [0, 1, 3, 7, 23])
+def test_row_count_batches_equal_one_call(small_chunks: None, draws: int) -> None:
+    n = 31
+    assert bootstrap.index_chunk(n) == 3 < bootstrap.BATCH < max(draws, 8)
+    chunked, whole = np.random.default_rng(5), np.random.default_rng(5)
+    got = list(bootstrap.row_count_batches(chunked, n, draws))
+    want = list(unchunked_row_count_batches(whole, n, draws))
+    assert [rows for rows, _ in got] == [rows for rows, _ in want]
+    for (_, a), (_, b) in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    # the generator is left where one call leaves it
+    assert np.array_equal(chunked.random(4), whole.random(4))
+
+
+def test_index_chunk_bounds_the_working_memory() -> None:
+    assert bootstrap.index_chunk(500) == bootstrap.BATCH
+    rows = 50_000
+    chunk = bootstrap.index_chunk(rows)
+    assert 1 <= chunk < bootstrap.BATCH
+    assert 32 * chunk * rows <= bootstrap.CHUNK_BYTES
+    assert bootstrap.index_chunk(10**9) == 1
+
+
+PANELS = {
+    "binary": lambda: binary_panel(m=6, n=41, seed=3),
+    "continuous": lambda: continuous_panel(m=6, n=41, seed=3),
+}
+
+
+def _bootstraps(raw, comp, families, readers):  # noqa: ANN001, ANN202
+    common = {"draws": 23, "seed": 11, "level": 0.95}
+    return (
+        retention.retention_bootstrap(raw, comp, families, gap=0.05, **common),
+        retention.retention_bootstrap(raw, comp, None, gap=0.05, **common),
+        eiv.eiv_bootstrap(raw, comp, families, headroom=False, **common),
+        eiv.eiv_bootstrap(raw, comp, families, headroom=True, **common),
+        rank_groups.rank_groups(raw, comp, readers, **common),
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(PANELS))
+def test_bootstraps_equal_the_unchunked_draws(
+    monkeypatch: pytest.MonkeyPatch, small_chunks: None, kind: str
+) -> None:
+    raw, comp = PANELS[kind]()[:2]
+    m = raw.shape[0]
+    families = [f"f{k % 4}" for k in range(m)]
+    readers = [f"r{k}" for k in range(m)]
+    chunked = _bootstraps(raw, comp, families, readers)
+    for module in (retention, eiv):
+        monkeypatch.setattr(module, "row_count_batches", unchunked_row_count_batches)
+    whole = _bootstraps(raw, comp, families, readers)
+    assert repr(chunked) == repr(whole)
+
+
+def all_pairs_integer_gap(h: int, gap: float) -> int | None:
+    """``integer_gap`` as it was: every pair of sums, an ``(h + 1)**2`` matrix."""
+    if h <= 0:
+        return None
+    means = np.arange(h + 1, dtype=np.float64) / h
+    eligible = nulls.separated(means[None, :] - means[:, None], gap)
+    diff = np.abs(np.arange(h + 1)[None, :] - np.arange(h + 1)[:, None])
+    k = int(diff[eligible].min()) if eligible.any() else h + 1
+    return k if np.array_equal(eligible, diff >= k) else None
+
+
+GAPS = [0.0, 0.02, 0.05, 0.1, 0.25, 1 / 3, 0.5, 0.7, 1.0, 1.5, -0.1, float("nan")]
+GAPS += [0.05 + 1e-13, 0.05 - 1e-13, 0.05 * (1 - 1e-12), 0.3 - 0.25, 1e-17]
+
+
+@pytest.mark.parametrize("gap", GAPS)
+def test_integer_gap_equals_every_pair(gap: float) -> None:
+    for h in [*range(0, 130), 199, 250, 333, 1000, 1001, 2500]:
+        assert nulls.integer_gap(h, gap) == all_pairs_integer_gap(h, gap), (h, gap)
+
+
+def test_integer_gap_needs_no_square_matrix() -> None:
+    """h = 25,000 (a 50,000-row panel): the all-pairs matrix would take 5 GB."""
+    import tracemalloc
+
+    tracemalloc.start()
+    k = nulls.integer_gap(25_000, 0.05)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert k == 1250 and peak < 10 * 2**20

@@ -103,12 +103,24 @@ def all_pairs_integer_gap(h: int, gap: float) -> int | None:
 
 GAPS = [0.0, 0.02, 0.05, 0.1, 0.25, 1 / 3, 0.5, 0.7, 1.0, 1.5, -0.1, float("nan")]
 GAPS += [0.05 + 1e-13, 0.05 - 1e-13, 0.05 * (1 - 1e-12), 0.3 - 0.25, 1e-17]
+#: Gaps whose tolerance threshold falls on 0.05 to the ulp: there some half
+#: sizes separate a difference on some pairs only (integer_gap is None).
+EDGE = 0.05 / (1 - 1e-12)
+GAPS += [float(np.nextafter(EDGE, -1.0)), EDGE, float(np.nextafter(EDGE, 2.0))]
 
 
 @pytest.mark.parametrize("gap", GAPS)
 def test_integer_gap_equals_every_pair(gap: float) -> None:
     for h in [*range(0, 130), 199, 250, 333, 1000, 1001, 2500]:
         assert nulls.integer_gap(h, gap) == all_pairs_integer_gap(h, gap), (h, gap)
+
+
+def test_integer_gap_sees_a_difference_separated_on_some_pairs_only() -> None:
+    gaps = [float(np.nextafter(EDGE, -1.0)), EDGE]
+    undecided = [
+        (h, g) for g in gaps for h in (20, 40, 100) if nulls.integer_gap(h, g) is None
+    ]
+    assert undecided and all(all_pairs_integer_gap(h, g) is None for h, g in undecided)
 
 
 def test_integer_gap_needs_no_square_matrix() -> None:

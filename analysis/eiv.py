@@ -35,6 +35,7 @@ import numpy as np
 from analysis.bootstrap import (
     SeedLike,
     generator,
+    index_chunk,
     reader_counts,
     recorded_seed,
     row_count_batches,
@@ -138,12 +139,7 @@ def _exact_moments(
     m = raw.shape[0]
     A, G = sums[:, :m], sums[:, m : 2 * m]
     Q = {"xx": A, "xy": sums[:, 2 * m : 3 * m], "yy": sums[:, 3 * m :]}  # x * x = x
-    vx, vy = v @ raw, v @ gain  # (B, n)
-    P = {
-        "xx": (weights * vx * vx).sum(axis=1),
-        "xy": (weights * vx * vy).sum(axis=1),
-        "yy": (weights * vy * vy).sum(axis=1),
-    }
+    P = _reader_row_products(raw, gain, weights, v)
     total = {"x": (v * A).sum(axis=1), "y": (v * G).sum(axis=1)}
     values = {"x": A, "y": G}
     out: dict[str, np.ndarray] = {}
@@ -158,6 +154,26 @@ def _exact_moments(
             out["M" + key] = between / scale
             out["C" + key] = ((n - 1) * between - within) / (scale * (n - 1))
     return out
+
+
+def _reader_row_products(
+    raw: np.ndarray, gain: np.ndarray, weights: np.ndarray, v: np.ndarray
+) -> dict[str, np.ndarray]:
+    """``P = sum_k w_k (v.x_k)(v.y_k)`` per draw, :func:`index_chunk` draws at a time.
+
+    Every term is an integer (0/1 raw, -1/0/1 gains, integer weights and
+    copies, within :func:`exact_moments_fit`), so the chunks give the numbers
+    of one ``(B, n)`` pass without holding its ``(B, n)`` arrays.
+    """
+    P = {key: np.empty(weights.shape[0]) for key in ("xx", "xy", "yy")}
+    chunk = index_chunk(raw.shape[1])
+    for start in range(0, weights.shape[0], chunk):
+        rows = slice(start, start + chunk)
+        w, vx, vy = weights[rows], v[rows] @ raw, v[rows] @ gain  # (chunk, n)
+        P["xx"][rows] = (w * vx * vx).sum(axis=1)
+        P["xy"][rows] = (w * vx * vy).sum(axis=1)
+        P["yy"][rows] = (w * vy * vy).sum(axis=1)
+    return P
 
 
 def _float_moments(

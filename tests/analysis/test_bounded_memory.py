@@ -132,3 +132,19 @@ def test_integer_gap_needs_no_square_matrix() -> None:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert k == 1250 and peak < 10 * 2**20
+
+
+def test_exact_eiv_moments_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact path's reader-row products in chunks of 3 draws against one pass."""
+    raw, comp = binary_panel(m=6, n=41, seed=3)[:2]
+    gain = comp - raw
+    rng = np.random.default_rng(2)
+    weights = bootstrap.counts_from_indices(rng.integers(0, 41, (10, 41)), 41)
+    v = rng.integers(0, 3, (10, 6)).astype(np.float64)
+    monkeypatch.setattr(eiv, "index_chunk", lambda n: 3)
+    got = eiv._exact_moments(raw, gain, weights, v)
+    monkeypatch.setattr(eiv, "index_chunk", lambda n: 10)
+    want = eiv._exact_moments(raw, gain, weights, v)
+    assert got.keys() == want.keys()
+    for key in want:
+        assert np.array_equal(got[key], want[key], equal_nan=True), key

@@ -27,7 +27,7 @@ eigenvalue scale is set to zero.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -176,6 +176,17 @@ def _reader_row_products(
     return P
 
 
+def _row_sums(
+    product: Callable[[slice], np.ndarray], count: int, chunk: int
+) -> np.ndarray:
+    """``product(slice(0, count)).sum(axis=1)`` from slices of ``chunk`` rows."""
+    out = np.empty(count)
+    for start in range(0, count, chunk):
+        rows = slice(start, start + chunk)
+        out[rows] = product(rows).sum(axis=1)
+    return out
+
+
 def _float_moments(
     raw: np.ndarray,
     gain: np.ndarray,
@@ -205,13 +216,24 @@ def _float_moments(
     nn = n * (n - 1)
     mean = {"x": a, "y": d}
     rows = {"x": vr, "y": vd}
+
+    def chunked_row_sums(product: Callable[[slice], np.ndarray]) -> np.ndarray:
+        """``product(all draws).sum(axis=1)``, :func:`index_chunk` draws at a
+        time (each draw's row is summed alone: the same numbers)."""
+        return _row_sums(product, weights.shape[0], index_chunk(n))
+
     out: dict[str, np.ndarray] = {}
     size: dict[str, np.ndarray] = {}
     with np.errstate(invalid="ignore", divide="ignore"):
         for key, (p, y) in {"11": "xx", "22": "yy", "12": "xy"}.items():
             vp, vq = (v * mean[p]).sum(axis=1), (v * mean[y]).sum(axis=1)
             s = (q[key] - n * mean[p] * mean[y]) / nn  # (B, m) per-reader S_rr
-            vsv = ((weights * rows[p] * rows[y]).sum(axis=1) - n * vp * vq) / nn
+            vsv = (
+                chunked_row_sums(
+                    lambda r, a=rows[p], b=rows[y]: weights[r] * a[r] * b[r]
+                )
+                - n * vp * vq
+            ) / nn
             t = ((v * s).sum(axis=1) - vsv / copies) / (copies - 1)
             big = ((v * mean[p] * mean[y]).sum(axis=1) - vp * vq / copies) / (
                 copies - 1
@@ -221,7 +243,8 @@ def _float_moments(
                 between = (v * mean[p] ** 2).sum(axis=1) / (copies - 1)
                 within = (
                     (v * q[key]).sum(axis=1) / nn
-                    + (weights * rows[p] ** 2).sum(axis=1) / (nn * copies)
+                    + chunked_row_sums(lambda r, a=rows[p]: weights[r] * a[r] ** 2)
+                    / (nn * copies)
                 ) / (copies - 1)
                 size["M" + key], size["C" + key] = between, between + within
         size["M12"] = np.sqrt(size["M11"] * size["M22"])

@@ -148,3 +148,24 @@ def test_exact_eiv_moments_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> No
     assert got.keys() == want.keys()
     for key in want:
         assert np.array_equal(got[key], want[key], equal_nan=True), key
+
+
+@pytest.mark.parametrize("n", [41, 1000])
+def test_float_eiv_moments_equal_one_pass(
+    monkeypatch: pytest.MonkeyPatch, n: int
+) -> None:
+    """The float path's per-draw row sums in chunks of 3 draws against one pass
+    (continuous scores, headroom scales; n = 1000 sums pairwise in blocks)."""
+    raw, comp = continuous_panel(m=6, n=n, seed=3)[:2]
+    gain = comp - raw
+    rng = np.random.default_rng(2)
+    weights = bootstrap.counts_from_indices(rng.integers(0, n, (10, n)), n)
+    v = rng.integers(0, 3, (10, 6)).astype(np.float64)
+    scale = 1.0 / (1.0 - rng.uniform(0.1, 0.9, (10, 6)))
+    monkeypatch.setattr(eiv, "index_chunk", lambda n: 3)
+    got = eiv._float_moments(raw, gain, weights, v, scale)
+    monkeypatch.setattr(eiv, "index_chunk", lambda n: 10)
+    want = eiv._float_moments(raw, gain, weights, v, scale)
+    assert got.keys() == want.keys()
+    for key in want:
+        assert np.array_equal(got[key], want[key], equal_nan=True), key

@@ -56,6 +56,14 @@ from analysis.splits import (
 
 NullKind = Literal["independent-uniform", "row-exchangeable"]
 
+#: Working memory of one batch of null draws on 0/1 scores, and the ``(m, n)``
+#: float64 arrays a draw takes at once (its null matrix and the draws behind it,
+#: the relabelled raw and null rows, their packed columns). Continuous scores
+#: keep the given batch: their half sums are a float product whose rounding can
+#: depend on its shape.
+NULL_BATCH_BYTES = 2**28
+NULL_DRAW_ARRAYS = 10
+
 
 def null_arrays(
     rng: np.random.Generator,
@@ -159,6 +167,8 @@ def null_replay(
         return _empty(
             kind, draws, splits, observed_excess, observed_both_half, seed, why
         )
+    if binary:  # exact counts: the numbers do not depend on the batch
+        batch = max(1, min(batch, NULL_BATCH_BYTES // (NULL_DRAW_ARRAYS * 8 * m * n)))
     rng = generator(seed)
     perms = permutations(rng, n, splits)
     work = np.float32 if binary else np.float64  # 0/1 sums are exact in float32

@@ -169,3 +169,24 @@ def test_float_eiv_moments_equal_one_pass(
     assert got.keys() == want.keys()
     for key in want:
         assert np.array_equal(got[key], want[key], equal_nan=True), key
+
+
+@pytest.mark.parametrize("kind", ["independent-uniform", "row-exchangeable"])
+def test_binary_nulls_in_small_batches_equal_one_batch(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """0/1 scores: batches of 2 draws (sized by NULL_BATCH_BYTES) against one
+    batch of every draw; the null matrices are drawn batch after batch."""
+    raw, comp = binary_panel(m=6, n=41, seed=3)[:2]
+    common = {
+        "kind": kind, "observed_excess": 0.1, "observed_both_half": 0.05,
+        "draws": 9, "splits": 12, "seed": 4, "gap": 0.05, "level": 0.95,
+    }  # fmt: skip
+    monkeypatch.setattr(
+        nulls, "NULL_BATCH_BYTES", 2 * nulls.NULL_DRAW_ARRAYS * 8 * 6 * 41
+    )
+    small = nulls.null_replay(raw, comp, **common)
+    monkeypatch.setattr(nulls, "NULL_BATCH_BYTES", 2**40)
+    whole = nulls.null_replay(raw, comp, **common, batch=9)
+    assert repr(small) == repr(whole)
+    assert np.isfinite(whole.null_excess_median)

@@ -113,19 +113,36 @@ def row_count_batches(
 ) -> Iterator[tuple[slice, np.ndarray]]:
     """Rows drawn n of n for every draw, as ``(draws slice, (batch, n) counts)``.
 
-    The indices are drawn here, all at once (:func:`row_indices`), so the
-    generator's stream does not depend on how the batches are consumed; the
-    batches (:data:`BATCH` draws each) are then made and used under one BLAS
-    thread (:func:`single_blas`).
+    The same numbers as counting :func:`row_indices` ``(rng, n, draws)`` in
+    batches of :data:`BATCH` draws, without holding that ``(draws, n)`` matrix:
+    the indices are drawn :func:`index_chunk` draws at a time as the batches
+    are consumed (``Generator.integers`` fills its output in order, so chunk
+    after chunk is the stream of one call). The consumer must not draw from
+    ``rng`` between batches. Batches keep :data:`BATCH` draws whatever ``n``
+    (a float product's rounding can depend on its shape); they are made and
+    used under one BLAS thread (:func:`single_blas`).
     """
-    return _count_batches(row_indices(rng, n, draws), n)
-
-
-def _count_batches(indices: np.ndarray, n: int) -> Iterator[tuple[slice, np.ndarray]]:
+    chunk = index_chunk(n)
     with single_blas():
-        for start in range(0, indices.shape[0], BATCH):
-            rows = slice(start, start + BATCH)
-            yield rows, counts_from_indices(indices[rows], n)
+        for start in range(0, draws, BATCH):
+            size = min(BATCH, draws - start)
+            counts = np.empty((size, n))
+            for low in range(0, size, chunk):
+                high = min(low + chunk, size)
+                counts[low:high] = counts_from_indices(
+                    row_indices(rng, n, high - low), n
+                )
+            yield slice(start, start + BATCH), counts
+
+
+#: Working memory for the row indices of one chunk of draws and their counts.
+CHUNK_BYTES = 2**25
+
+
+def index_chunk(n: int) -> int:
+    """Draws whose indices are counted at once: the ``(chunk, n)`` indices,
+    offsets and counts (8 bytes each, 32 in all) within :data:`CHUNK_BYTES`."""
+    return max(1, min(BATCH, CHUNK_BYTES // (32 * max(n, 1))))
 
 
 def single_blas():

@@ -27,7 +27,7 @@ eigenvalue scale is set to zero.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +35,7 @@ import numpy as np
 from analysis.bootstrap import (
     SeedLike,
     generator,
+    index_chunk,
     reader_counts,
     recorded_seed,
     row_count_batches,
@@ -138,12 +139,7 @@ def _exact_moments(
     m = raw.shape[0]
     A, G = sums[:, :m], sums[:, m : 2 * m]
     Q = {"xx": A, "xy": sums[:, 2 * m : 3 * m], "yy": sums[:, 3 * m :]}  # x * x = x
-    vx, vy = v @ raw, v @ gain  # (B, n)
-    P = {
-        "xx": (weights * vx * vx).sum(axis=1),
-        "xy": (weights * vx * vy).sum(axis=1),
-        "yy": (weights * vy * vy).sum(axis=1),
-    }
+    P = _reader_row_products(raw, gain, weights, v)
     total = {"x": (v * A).sum(axis=1), "y": (v * G).sum(axis=1)}
     values = {"x": A, "y": G}
     out: dict[str, np.ndarray] = {}
@@ -157,6 +153,37 @@ def _exact_moments(
             scale = float(n) ** 2 * copies * (copies - 1)
             out["M" + key] = between / scale
             out["C" + key] = ((n - 1) * between - within) / (scale * (n - 1))
+    return out
+
+
+def _reader_row_products(
+    raw: np.ndarray, gain: np.ndarray, weights: np.ndarray, v: np.ndarray
+) -> dict[str, np.ndarray]:
+    """``P = sum_k w_k (v.x_k)(v.y_k)`` per draw, :func:`index_chunk` draws at a time.
+
+    Every term is an integer (0/1 raw, -1/0/1 gains, integer weights and
+    copies, within :func:`exact_moments_fit`), so the chunks give the numbers
+    of one ``(B, n)`` pass without holding its ``(B, n)`` arrays.
+    """
+    P = {key: np.empty(weights.shape[0]) for key in ("xx", "xy", "yy")}
+    chunk = index_chunk(raw.shape[1])
+    for start in range(0, weights.shape[0], chunk):
+        rows = slice(start, start + chunk)
+        w, vx, vy = weights[rows], v[rows] @ raw, v[rows] @ gain  # (chunk, n)
+        P["xx"][rows] = (w * vx * vx).sum(axis=1)
+        P["xy"][rows] = (w * vx * vy).sum(axis=1)
+        P["yy"][rows] = (w * vy * vy).sum(axis=1)
+    return P
+
+
+def _row_sums(
+    product: Callable[[slice], np.ndarray], count: int, chunk: int
+) -> np.ndarray:
+    """``product(slice(0, count)).sum(axis=1)`` from slices of ``chunk`` rows."""
+    out = np.empty(count)
+    for start in range(0, count, chunk):
+        rows = slice(start, start + chunk)
+        out[rows] = product(rows).sum(axis=1)
     return out
 
 
@@ -189,13 +216,24 @@ def _float_moments(
     nn = n * (n - 1)
     mean = {"x": a, "y": d}
     rows = {"x": vr, "y": vd}
+
+    def chunked_row_sums(product: Callable[[slice], np.ndarray]) -> np.ndarray:
+        """``product(all draws).sum(axis=1)``, :func:`index_chunk` draws at a
+        time (each draw's row is summed alone: the same numbers)."""
+        return _row_sums(product, weights.shape[0], index_chunk(n))
+
     out: dict[str, np.ndarray] = {}
     size: dict[str, np.ndarray] = {}
     with np.errstate(invalid="ignore", divide="ignore"):
         for key, (p, y) in {"11": "xx", "22": "yy", "12": "xy"}.items():
             vp, vq = (v * mean[p]).sum(axis=1), (v * mean[y]).sum(axis=1)
             s = (q[key] - n * mean[p] * mean[y]) / nn  # (B, m) per-reader S_rr
-            vsv = ((weights * rows[p] * rows[y]).sum(axis=1) - n * vp * vq) / nn
+            vsv = (
+                chunked_row_sums(
+                    lambda r, a=rows[p], b=rows[y]: weights[r] * a[r] * b[r]
+                )
+                - n * vp * vq
+            ) / nn
             t = ((v * s).sum(axis=1) - vsv / copies) / (copies - 1)
             big = ((v * mean[p] * mean[y]).sum(axis=1) - vp * vq / copies) / (
                 copies - 1
@@ -205,7 +243,8 @@ def _float_moments(
                 between = (v * mean[p] ** 2).sum(axis=1) / (copies - 1)
                 within = (
                     (v * q[key]).sum(axis=1) / nn
-                    + (weights * rows[p] ** 2).sum(axis=1) / (nn * copies)
+                    + chunked_row_sums(lambda r, a=rows[p]: weights[r] * a[r] ** 2)
+                    / (nn * copies)
                 ) / (copies - 1)
                 size["M" + key], size["C" + key] = between, between + within
         size["M12"] = np.sqrt(size["M11"] * size["M22"])

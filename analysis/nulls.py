@@ -35,6 +35,7 @@ from typing import Literal
 import numpy as np
 
 from analysis.bootstrap import SeedLike, generator, recorded_seed, single_blas
+from analysis.gap_rule import meets_gap
 from analysis.results import (
     Interval,
     ResultMixin,
@@ -54,6 +55,14 @@ from analysis.splits import (
 )
 
 NullKind = Literal["independent-uniform", "row-exchangeable"]
+
+#: Working memory of one batch of null draws on 0/1 scores, and the ``(m, n)``
+#: float64 arrays a draw takes at once (its null matrix and the draws behind it,
+#: the relabelled raw and null rows, their packed columns). Continuous scores
+#: keep the given batch: their half sums are a float product whose rounding can
+#: depend on its shape.
+NULL_BATCH_BYTES = 2**28
+NULL_DRAW_ARRAYS = 10
 
 
 def null_arrays(
@@ -158,6 +167,8 @@ def null_replay(
         return _empty(
             kind, draws, splits, observed_excess, observed_both_half, seed, why
         )
+    if binary:  # exact counts: the numbers do not depend on the batch
+        batch = max(1, min(batch, NULL_BATCH_BYTES // (NULL_DRAW_ARRAYS * 8 * m * n)))
     rng = generator(seed)
     perms = permutations(rng, n, splits)
     work = np.float32 if binary else np.float64  # 0/1 sums are exact in float32
@@ -263,20 +274,36 @@ def _comparison(
     )
 
 
+#: Margin around the gap within which a difference of means is evaluated pair
+#: by pair: a float64 difference of two means ``a/h - b/h`` in [0, 1] lies
+#: within ``2**-51`` of ``fl(|a - b| / h)``, far inside this margin.
+EXACT_BAND = 2.0**-48
+
+
 def integer_gap(h: int, gap: float) -> int | None:
     """The integer sum difference ``k`` with ``|a/h - b/h| >= gap  <=>  |a - b| >= k``.
 
     Evaluated in float64 exactly as the split pass compares means, for every
     pair of sums ``0 <= a, b <= h``; None when rounding makes the rule depend on
-    more than ``a - b`` (then the means are compared).
+    more than ``a - b`` (then the means are compared). A difference ``d = |a - b|``
+    whose ``d / h`` is farther than :data:`EXACT_BAND` from the gap is decided
+    for all its pairs at once (their rounded differences are within ``2**-51``
+    of ``d / h``); the few others are evaluated pair by pair, so the answer is
+    that of every pair (``O(h)`` memory and time, not ``(h + 1)**2``).
     """
     if h <= 0:
         return None
     means = np.arange(h + 1, dtype=np.float64) / h
-    eligible = separated(means[None, :] - means[:, None], gap)
-    diff = np.abs(np.arange(h + 1)[None, :] - np.arange(h + 1)[:, None])
-    k = int(diff[eligible].min()) if eligible.any() else h + 1
-    return k if np.array_equal(eligible, diff >= k) else None
+    sure = np.asarray(meets_gap(means - EXACT_BAND, gap))  # d / h = means[d]
+    never = ~np.asarray(meets_gap(means + EXACT_BAND, gap))
+    eligible = sure.copy()
+    for d in np.flatnonzero(~sure & ~never).tolist():
+        pairs = separated(means[d:] - means[: h + 1 - d], gap)
+        if pairs.any() != pairs.all():
+            return None  # this difference is separated for some pairs only
+        eligible[d] = pairs.all()
+    k = int(np.argmax(eligible)) if eligible.any() else h + 1
+    return k if np.array_equal(eligible, np.arange(h + 1) >= k) else None
 
 
 def _pair_differences(

@@ -19,6 +19,7 @@ Times are CPU seconds of this process (``time.process_time``): on a shared
 machine wall time mostly measures the neighbours. Usage::
 
     python -m benchmarks audit [--repeat 3] [--splits 5000] [--report DIR]
+    python -m benchmarks audit --rows 50000   # one whole audit at that size
 """
 
 from __future__ import annotations
@@ -39,16 +40,18 @@ M, N = 20, 500
 GAP, SEED, LEVEL = DEFAULTS.gap, DEFAULTS.seed, DEFAULTS.level
 
 
-def simulate(seed: int = 7) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+def simulate(
+    seed: int = 7, rows: int = N
+) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
     """Readers with spread raw accuracy and reader-specific rescue/damage rates."""
     rng = np.random.default_rng(seed)
     ability = np.linspace(0.35, 0.8, M)
-    difficulty = rng.normal(0, 1, N)
+    difficulty = rng.normal(0, 1, rows)
     logit = np.log(ability / (1 - ability))[:, None] - 0.8 * difficulty[None, :]
-    raw = (rng.random((M, N)) < 1 / (1 + np.exp(-logit))).astype(float)
+    raw = (rng.random((M, rows)) < 1 / (1 + np.exp(-logit))).astype(float)
     rescue = rng.uniform(0.15, 0.35, M)[:, None]
     damage = rng.uniform(0.1, 0.4, M)[:, None]
-    u = rng.random((M, N))
+    u = rng.random((M, rows))
     comp = np.where(raw == 1, (u >= damage).astype(float), (u < rescue).astype(float))
     readers = [f"vendor-{k % 11}/reader-{k:02d}" for k in range(M)]
     families = [f"vendor-{k % 11}" for k in range(M)]
@@ -189,6 +192,30 @@ def _wall(func) -> float:  # noqa: ANN001
     return time.perf_counter() - start
 
 
+def audit_at_size(rows: int) -> None:
+    """One whole audit (defaults) of a 20 x ``rows`` panel: CPU and peak memory.
+
+    The memory bound of issue 19: the audit's working memory must not grow with
+    draws x rows (50,000 rows: under 2 GB max RSS).
+    """
+    from analysis.audit import AuditSettings, audit_panel
+    from analysis.panel import PanelArrays
+
+    raw, comp, readers, families = simulate(rows=rows)
+    items = tuple(f"q{i:06d}" for i in range(rows))
+    panel = PanelArrays(
+        "bench", "bench | em | raw -> comp", "em", raw, comp, tuple(readers), items,
+        tuple(families),
+    )  # fmt: skip
+    start = CLOCK()
+    audit_panel(panel, AuditSettings())
+    seconds = CLOCK() - start
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"whole audit (20 x {rows}, defaults): {seconds:.1f} s CPU; process max RSS {rss:.0f} MiB"
+    )  # noqa: T201
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks audit")
     parser.add_argument("--repeat", type=int, default=3)
@@ -196,7 +223,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--report", type=Path, help="also write the audit folder here and time it"
     )
+    parser.add_argument(
+        "--rows",
+        type=int,
+        help="only one whole audit of a 20 x ROWS panel (CPU and max RSS)",
+    )
     args = parser.parse_args(argv)
+    if args.rows:
+        audit_at_size(args.rows)
+        return
 
     from analysis.audit import AuditSettings, audit_panel
     from analysis.panel import PanelArrays

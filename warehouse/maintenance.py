@@ -431,9 +431,7 @@ def _migrate_export(files: list[Path]) -> None:
             if set(re.findall(r"\braw\.(\w+)", statements)) <= set(raw):
                 con.execute(text)
         for name, file in raw.items():
-            con.execute(
-                f"copy raw.\"{name}\" to '{_sql(str(file))}' (format parquet)"
-            )
+            con.execute(f"copy raw.\"{name}\" to '{_sql(str(file))}' (format parquet)")
     finally:
         con.close()
 

@@ -414,24 +414,33 @@ DATA_MIGRATIONS = ("0014_dashed_policy_ids.sql",)
 def _migrate_export(files: list[Path]) -> None:
     """Run :data:`DATA_MIGRATIONS` on OLD's exported raw tables, in place.
 
-    A migration that reads a table OLD does not have is skipped: OLD holds none
-    of the values it rewrites."""
+    Only the tables a migration names are read and written back. A migration
+    that names a table OLD does not have is skipped: OLD holds none of the
+    values it rewrites."""
     raw = {name: file for file, schema, name in _tables(files) if schema == "raw"}
+    scripts = []
+    for script in DATA_MIGRATIONS:
+        text = (MIGRATIONS_DIR / script).read_text(encoding="utf-8")
+        named = set(re.findall(r"\braw\.(\w+)", re.sub(r"--[^\n]*", "", text)))
+        if named <= set(raw):
+            scripts.append((text, named))
+    touched = sorted(set().union(*(named for _, named in scripts)))
+    if not touched:
+        return
     con = duckdb.connect()
     try:
         con.execute("create schema raw")
-        for name, file in raw.items():
+        for name in touched:
+            source = _sql(str(raw[name]))
             con.execute(
-                f'create table raw."{name}" as '
-                f"select * from read_parquet('{_sql(str(file))}')"
+                f"create table raw.\"{name}\" as select * from read_parquet('{source}')"
             )
-        for script in DATA_MIGRATIONS:
-            text = (MIGRATIONS_DIR / script).read_text(encoding="utf-8")
-            statements = re.sub(r"--[^\n]*", "", text)  # not the comments
-            if set(re.findall(r"\braw\.(\w+)", statements)) <= set(raw):
-                con.execute(text)
-        for name, file in raw.items():
-            con.execute(f"copy raw.\"{name}\" to '{_sql(str(file))}' (format parquet)")
+        for text, _ in scripts:
+            con.execute(text)
+        for name in touched:
+            con.execute(
+                f"copy raw.\"{name}\" to '{_sql(str(raw[name]))}' (format parquet)"
+            )
     finally:
         con.close()
 

@@ -1,15 +1,18 @@
+{#
+    A view of the incremental int_panel_cells, published by dataset as
+    fct_outcomes (see there): its rows are stored once in the scratch and
+    once in the lake.
+#}
 {{ config(
-    materialized='incremental',
-    incremental_strategy='dataset_partitions',
-    partition_key='dataset_id',
-    on_schema_change='fail'
+    materialized='view',
+    partition_key='dataset_id'
 ) }}
 {# One row per panel_id x reader_id x item_id inside the panel footprint. #}
 with
 
 cells as (
 
-    select * from {{ changed_rows(ref('int_panel_cells')) }}
+    select * from {{ ref('int_panel_cells') }}
 
 ),
 

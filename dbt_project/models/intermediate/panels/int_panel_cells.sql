@@ -1,8 +1,20 @@
+{{ config(
+    materialized='incremental',
+    incremental_strategy='dataset_partitions',
+    partition_key='dataset_id',
+    on_schema_change='fail'
+) }}
 {#
     The exact footprint of every panel, one row per panel_id x reader_id x
     item_id: the panel's member readers (int_panel_memberships) crossed with
     its rows (int_panels_defined). Nothing is imputed: a member covers every
     row by definition.
+
+    A table, not a view like the rest of the folder: the artifact-identity
+    and scorer tests, dim_panels and fct_panel_cells all read it, so the
+    footprint is joined once per build. Incremental by dataset
+    (macros/dataset_partitions.sql). The answers stay in the pairs
+    (fct_paired_outcomes): no cell reader needs them.
 #}
 with
 
@@ -60,13 +72,10 @@ cells_in_footprint as (
         paired_outcomes.is_binary_metric,
         paired_outcomes.raw_evidence_hash,
         paired_outcomes.compressed_artifact_hash,
-        paired_outcomes.raw_answer,
-        paired_outcomes.compressed_answer,
         paired_outcomes.raw_prompt_tokens,
         paired_outcomes.compressed_prompt_tokens,
         paired_outcomes.question_type,
         paired_outcomes.item_metadata_json,
-        paired_outcomes.source_transition_type,
         paired_outcomes.transition_type
     from panel_rows
     inner join paired_outcomes

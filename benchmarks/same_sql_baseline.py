@@ -244,13 +244,13 @@ def build(root: Path, *, verbose: bool = False) -> list[tuple[str, str, float, f
             (warned if test["severity"] == "warn" else failed).append(
                 f"{test['name']}: {count} rows"
             )
+    for line in warned:
+        print(f"warn: {line}")
     if failed:
         con.execute("rollback")
         raise SystemExit("failed tests (marts not replaced): " + "; ".join(failed))
     con.execute("commit")
     con.close()
-    for line in warned:
-        print(f"warn: {line}")
     if verbose:
         print(timing_table(timings))
     return timings

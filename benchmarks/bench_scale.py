@@ -19,6 +19,13 @@ plain DuckDB doing the same work in the same run
 (:mod:`benchmarks.scale_baseline`: ``read_csv`` + insert into a DuckLake table,
 hand-written CTAS of the marts, the same group-by), with the ratio.
 
+The full build has a second baseline, "plain (the project's SQL)": the dbt
+project's own compiled SQL of every model and data test run by plain DuckDB in
+one connection (:mod:`benchmarks.same_sql_baseline`; its SQL is extracted
+untimed after the build, and the marts it makes are checked against the lake's:
+row counts and row hashes). The first baseline is "plain (simple hand-written
+marts)": 8 narrow tables and 5 key tests.
+
 Each size's figures go to ``benchmarks/out/scale_SIZE.json``; the Markdown table
 printed at the end covers every size found there, with the growth exponent of CPU
 between consecutive sizes (1 = linear in the data, 0 = flat).
@@ -51,6 +58,11 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "out"
 SIZES = {"1x": 1.0, "10x": 10.0, "100x": 100.0, "200x": 200.0}
 SMALL_ROWS = 1_000
+#: Steps that also get the "plain (the project's SQL)" baseline.
+SAME_SQL_STEPS = ("build",)
+#: The two baselines' labels (printed lines and the table's legend).
+SIMPLE_LABEL = "plain (simple hand-written marts)"
+SAME_SQL_LABEL = "plain (the project's SQL)"
 GROUP_BY = (
     "select dataset_id, policy_id, count(*) as outcomes, avg(score) as accuracy "
     "from marts.fct_outcomes group by all order by all"
@@ -73,12 +85,22 @@ class Step:
     baseline_cpu: float | None = None
     ok: bool = True
     baseline_disk_gb: float | None = None
+    #: plain DuckDB running the dbt project's own SQL (the full build only)
+    same_sql_cpu: float | None = None
+    #: its marts equal the lake's (row counts and hashes); None: not checked
+    same_sql_marts_equal: bool | None = None
 
     @property
     def ratio(self) -> float | None:
         if self.baseline_cpu is None or self.baseline_cpu <= 0:
             return None
         return self.cpu / self.baseline_cpu
+
+    @property
+    def same_sql_ratio(self) -> float | None:
+        if self.same_sql_cpu is None or self.same_sql_cpu <= 0:
+            return None
+        return self.cpu / self.same_sql_cpu
 
 
 def _run(
@@ -118,6 +140,7 @@ class Day:
         self.work, self.matrix, self.small = work, matrix, small
         self.database = work / "warehouse.duckdb"
         self.plain = work / "plain.lake"
+        self.same_sql_root = work / "plain_same_sql.lake"
         self.env = os.environ | {
             "PYTHONPATH": os.pathsep.join(
                 [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
@@ -155,7 +178,8 @@ class Day:
         base_disk = _disk(self.plain) if baseline is not None else None
         measured = Step(name, wall, cpu, rss, disk, base, ok, base_disk)
         ratio = (
-            f", plain DuckDB {base:.2f} s, {base_disk:.2f} GB"
+            f", {SIMPLE_LABEL if name in SAME_SQL_STEPS else 'plain DuckDB'} "
+            f"{base:.2f} s, {base_disk:.2f} GB"
             if base is not None and base_disk is not None
             else ""
         )
@@ -167,14 +191,45 @@ class Day:
         self.steps.append(measured)
         return measured
 
-    def baseline(self, *args: str) -> list[str]:
+    def baseline(self, *args: str, root: Path | None = None) -> list[str]:
         return [
             sys.executable,
             "-m",
             "benchmarks.scale_baseline",
-            str(self.plain),
+            str(root or self.plain),
             *args,
         ]
+
+    def same_sql(self, measured: Step) -> None:
+        """Add the "plain (the project's SQL)" baseline to ``measured`` (a full
+        build that just ran): the SQL is extracted (untimed), run (timed, its
+        CPU), and its marts compared with the lake's (untimed)."""
+        module = [sys.executable, "-m", "benchmarks.same_sql_baseline"]
+        root = str(self.same_sql_root)
+        prepared = _run([*module, "prepare", str(self.database), root], self.env)
+        if not prepared[3]:
+            print(f"  {SAME_SQL_LABEL}: prepare FAILED\n{prepared[4][-2000:]}")
+            return
+        _, cpu, _, ok, text = _run(
+            self.baseline("build-same-sql", root=self.same_sql_root), self.env
+        )
+        if not ok:
+            print(f"  {SAME_SQL_LABEL}: FAILED\n{text[-2000:]}")
+            return
+        checked = _run([*module, "verify", root], self.env)
+        measured.same_sql_cpu = cpu
+        measured.same_sql_marts_equal = checked[3]
+        ratio = measured.same_sql_ratio
+        print(  # noqa: T201
+            f"  {'':<26} {SAME_SQL_LABEL} {cpu:.2f} s CPU"
+            + (f", ratio {ratio:.2f}" if ratio is not None else "")
+            + (
+                ", marts equal the lake's"
+                if checked[3]
+                else f", marts DIFFER from the lake's:\n{checked[4][-2000:]}"
+            ),
+            flush=True,
+        )
 
     def publish(self, name: str) -> None:
         code = "import sys; from warehouse.snapshot_file import publish; publish(sys.argv[1])"
@@ -209,7 +264,9 @@ class Day:
                 self.publish(name)
             else:
                 baseline = None if plain is None else self.baseline(*plain)
-                self.step(name, self.cli(*args), baseline)
+                measured = self.step(name, self.cli(*args), baseline)
+                if name in SAME_SQL_STEPS and measured.ok:
+                    self.same_sql(measured)
         panel = self._panel()
         if panel is None:
             print("  audit: no 20-reader panel in marts.dim_panels")  # noqa: T201
@@ -256,6 +313,8 @@ def table(results: dict[str, list[dict]]) -> str:
             f"{size} plain CPU s",
             f"{size} plain disk GB",
             f"{size} CPU ratio",
+            f"{size} {SAME_SQL_LABEL} CPU s",
+            f"{size} CPU ratio to {SAME_SQL_LABEL}",
         ]
     pairs = list(zip(sizes, sizes[1:], strict=False))
     head += [f"exp {a}->{b}" for a, b in pairs]
@@ -272,7 +331,7 @@ def table(results: dict[str, list[dict]]) -> str:
         for size in sizes:
             step = by_size[size]
             if step is None:
-                cells += [""] * 7
+                cells += [""] * 9
                 continue
             base = step["baseline_cpu"]
             ratio = f"{step['cpu'] / base:.2f}" if base else "-"
@@ -288,6 +347,11 @@ def table(results: dict[str, list[dict]]) -> str:
                 else "-",
                 ratio,
             ]
+            same = step.get("same_sql_cpu")
+            cells += [
+                f"{same:.2f}" if same else "-",
+                f"{step['cpu'] / same:.2f}" if same else "-",
+            ]
         for a, b in pairs:
             first, second = by_size[a], by_size[b]
             if first and second and first["cpu"] > 0 and second["cpu"] > 0:
@@ -298,6 +362,12 @@ def table(results: dict[str, list[dict]]) -> str:
             else:
                 cells.append("")
         lines.append("| " + " | ".join(cells) + " |")
+    lines.append(
+        f"\nplain = plain DuckDB (benchmarks/scale_baseline.py), for the build "
+        f"{SIMPLE_LABEL}; "
+        f"{SAME_SQL_LABEL} = the dbt project's compiled SQL of every model and data "
+        "test, plain DuckDB, one connection (benchmarks/same_sql_baseline.py)."
+    )
     return "\n".join(lines)
 
 

@@ -7,7 +7,10 @@ ragledger imported: no migrations, no checks, no line numbers, no dbt.
 Steps: ``init`` (attach, create the table), ``ingest FILE`` (``read_csv`` +
 insert), ``build`` (CTAS of the matrix marts at the grains of the dbt marts,
 plus their key tests), ``incremental`` (the same marts refreshed for the datasets
-of the newest release only), ``sql`` (the benchmark's group-by).
+of the newest release only), ``sql`` (the benchmark's group-by), and
+``build-same-sql`` (the dbt project's own compiled SQL of every model and data
+test: :mod:`benchmarks.same_sql_baseline`, whose untimed ``prepare`` writes it
+into ``ROOT`` first).
 
 The marts are an honest hand-written equivalent, not a copy of the dbt project:
 outcomes (the staging mapping), raw/compressed pairs with their transition,
@@ -134,18 +137,24 @@ MART_TABLES = (
 )
 
 
-def connect(root: Path) -> duckdb.DuckDBPyConnection:
+def connect(root: Path, alias: str = "lake") -> duckdb.DuckDBPyConnection:
+    """Plain DuckDB with the DuckLake at ``root`` attached as ``alias`` (used)."""
     root.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect()
     con.execute(
-        f"attach 'ducklake:sqlite:{root / 'catalog.sqlite'}' as lake "
+        f"attach 'ducklake:sqlite:{root / 'catalog.sqlite'}' as {alias} "
         f"(data_path '{root / 'data'}/')"
     )
-    con.execute("use lake")
+    con.execute(f"use {alias}")
     return con
 
 
 def run(root: Path, step: str, file: str | None = None) -> None:
+    if step == "build-same-sql":  # ROOT holds same_sql.json (its prepare step)
+        from benchmarks.same_sql_baseline import build
+
+        build(root)
+        return
     con = connect(root)
     if step == "init":
         columns = ", ".join(f"{name} {kind}" for name, kind in TYPES.items())

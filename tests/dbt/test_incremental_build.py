@@ -322,10 +322,11 @@ def test_unchanged_marts_are_not_republished(chain):
 
 
 def test_projection_marts_are_views_in_the_scratch_and_tables_in_the_lake(chain):
-    # fct_outcomes and fct_paired_outcomes copy their intermediate's columns:
-    # dbt keeps a view, publishing stores its rows in the lake by dataset
+    # fct_outcomes, fct_paired_outcomes and fct_panel_cells project their
+    # intermediate table: dbt keeps a view, publishing stores its rows in the
+    # lake by dataset
     location = resolve(chain[2])
-    views = {"fct_outcomes", "fct_paired_outcomes"}
+    views = {"fct_outcomes", "fct_paired_outcomes", "fct_panel_cells"}
     partitioned = dbt_project.dataset_partitioned_models()
     assert {name: partitioned[name] for name in views} == dict.fromkeys(
         views, "dataset_id"

@@ -38,11 +38,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from warehouse import lake
+from warehouse import lake, unit_test_record
 from warehouse.build_changes import BuildPlan, plan_build
 from warehouse.build_scratch import prepare_scratch, record_build, scratch_file
 from warehouse.connections import DATABASE_ENV, REPO_ROOT, connect, current_snapshot
-from warehouse.dbt_project import PROJECT_DIR
+from warehouse.dbt_project import PROJECT_DIR, project_fingerprint
 from warehouse.dbt_results import TestProblem, built_marts, read_problems
 from warehouse.errors import WarehouseError
 from warehouse.lake import Location, resolve
@@ -415,8 +415,15 @@ def _build_and_publish(
     snapshot = _ensure_warehouse(location)
     plan = plan_build(location, snapshot, full_refresh=full_refresh)
     emit(f"build: {plan.describe()}")
+    unit_key = None
     if plan.full:
         arguments = [*arguments, "--full-refresh"]
+        if whole_project:
+            unit_key = unit_test_record.project_key(project_fingerprint(), arguments)
+            if unit_test_record.passed(unit_key):
+                emit("build: unit tests left out (they passed for this project)")
+                arguments += ["--exclude-resource-type", "unit_test"]
+                unit_key = None
     elif whole_project:
         # what the changed tables feed, and no unit tests (they test the SQL,
         # which is unchanged: a changed project is a full refresh)
@@ -446,6 +453,8 @@ def _build_and_publish(
     )
     if not result.ok:
         return replace(result, plan=plan)
+    if unit_key is not None:
+        unit_test_record.record_pass(unit_key)
     built = built_marts(result.target_path / "run_results.json")
     emit("build: dbt done; comparing the built marts with the lake's")
     published, published_snapshot = publish_marts(

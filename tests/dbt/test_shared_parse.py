@@ -12,7 +12,7 @@ import json
 
 import yaml
 
-from warehouse import dbt_runner
+from warehouse import dbt_runner, unit_test_record
 
 
 def test_the_build_target_names_nothing_of_one_warehouse():
@@ -73,3 +73,26 @@ def test_the_key_names_the_project_and_the_vars():
     assert plain.startswith("p-") and warn.startswith("p-")
     assert len({plain, warn, dbt_runner._parse_key("q", ["build"])}) == 3
     assert plain == dbt_runner._parse_key("p", ["build"])
+
+
+def test_unit_tests_are_recorded_per_project_vars_and_versions(tmp_path):
+    record = tmp_path / "unit_tests_passed"
+    key = unit_test_record.project_key("p", ["build", "--full-refresh"])
+    assert key == unit_test_record.project_key("p", ["build"])
+    others = {
+        unit_test_record.project_key("q", ["build"]),
+        unit_test_record.project_key("p", ["build", "--vars", '{"a": 1}']),
+    }
+    assert key not in others and len(others) == 2
+    assert not unit_test_record.passed(key, record)
+    unit_test_record.record_pass(key, record)
+    assert unit_test_record.passed(key, record)
+    assert not any(unit_test_record.passed(other, record) for other in others)
+    for number in range(unit_test_record.KEEP):
+        unit_test_record.record_pass(f"k{number}", record)
+    # only the newest keys are kept; no partial file is left beside
+    assert not unit_test_record.passed(key, record)
+    assert record.read_text().split() == [
+        f"k{number}" for number in range(unit_test_record.KEEP)
+    ]
+    assert [path.name for path in tmp_path.iterdir()] == ["unit_tests_passed"]

@@ -7,8 +7,8 @@ the ``--vars``, and the dbt, dbt-duckdb and DuckDB versions), records that key
 in ``dbt_project/target/unit_tests_passed`` when the build succeeds, and leaves
 them out of later full builds of any warehouse with the same key. Incremental
 builds never run them (the SQL they test is unchanged: a changed project is a
-full refresh). ``ragledger dbt test --select test_type:unit`` (or plain ``dbt
-test`` from dbt_project/) runs them at any time.
+full refresh). ``dbt test --select test_type:unit``, run in dbt_project/,
+runs them at any time.
 """
 
 from __future__ import annotations

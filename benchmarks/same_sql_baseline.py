@@ -20,7 +20,8 @@ that hand-writer, using dbt's compiled SQL of every model and every data test
     an in-memory database as ``dbt`` (the name of dbt's scratch database, so
     the compiled ``"dbt"."staging"...`` references resolve) and a plain DuckLake
     at ``ROOT`` (as :func:`benchmarks.scale_baseline.connect` makes one) as
-    ``plain``. Staging and intermediate models go into ``dbt``: views as views,
+    ``plain``, under dbt's memory limit (``RAGLEDGER_DBT_MEMORY``, default
+    2GB; beyond it DuckDB spills to ``ROOT/tmp``). Staging and intermediate models go into ``dbt``: views as views,
     tables and incrementals as tables (in-memory; autocommit, as DuckDB writes
     one database per transaction). Then, in one transaction on the plain lake,
     every mart as a table in ``plain.marts`` and every data test as
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -44,6 +46,8 @@ from typing import Any
 from benchmarks.scale_baseline import connect
 
 PLAN_FILE = "same_sql.json"
+#: dbt's memory limit, as dbt_project/profiles.yml reads it (default 2GB).
+MEMORY_ENV = "RAGLEDGER_DBT_MEMORY"
 #: The plain lake's alias in the build connection.
 PLAIN = "plain"
 #: Where dbt builds the marts, and where the plain build puts them.
@@ -212,6 +216,10 @@ def build(root: Path, *, verbose: bool = False) -> list[tuple[str, str, float, f
         return result
 
     con = connect(root, alias=PLAIN)
+    # dbt's memory limit (dbt_project/profiles.yml): the in-memory intermediates
+    # spill to ROOT/tmp beyond it, as dbt's scratch does to its file
+    con.execute(f"set memory_limit = '{os.environ.get(MEMORY_ENV, '2GB')}'")
+    con.execute(f"set temp_directory = '{root / 'tmp'}'")
     con.execute(plan["lake_attach"])
     con.execute("attach ':memory:' as dbt")
     for schema in SCRATCH_SCHEMAS:

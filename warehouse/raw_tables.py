@@ -33,10 +33,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from warehouse.errors import WarehouseError
 from warehouse.table_contracts import KEY_DEFAULTS, POLICY_COLUMNS, RawTable, table
@@ -45,7 +44,18 @@ from warehouse.table_contracts import KEY_DEFAULTS, POLICY_COLUMNS, RawTable, ta
 from warehouse.table_contracts import READER_COLUMNS as READER_COLUMNS
 from warehouse.table_contracts import SOURCE_FILE_COLUMNS as SOURCE_FILE_COLUMNS
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 _counter = itertools.count()
+
+#: A batch of at most this many rows of plain values (str, int, float, bool,
+#: None; one kind per column) reaches DuckDB as SQL literals typed as Arrow would
+#: type them; a larger batch, or one with other values, as an Arrow table. A
+#: registration of one file or release then imports neither pyarrow nor the
+#: pandas it pulls in (a third of a second). Not parameters: binding any Python
+#: parameter makes DuckDB import pandas.
+LITERAL_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,10 @@ def write(
     if contract.rule == "keep":
         rows = _first_per_key(contract, columns, rows)
     _check_values(contract, columns, rows, origins)
+    literal = _literal_relation(columns, rows)
+    if literal is not None:
+        _check_batch_keys(con, contract, literal, origins)
+        return _apply(con, contract, columns, literal, len(rows))
     view = f"_ragledger_rows_{next(_counter)}"
     con.register(view, _arrow(columns, rows))
     try:
@@ -283,12 +297,65 @@ def _first_per_key(
 
 
 def _arrow(columns: Sequence[str], rows: list[Sequence[Any]]) -> pa.Table:
+    import pyarrow as pa  # only batches _literal_relation does not take need it
+
     return pa.table(
         {
             name: pa.array([row[index] for row in rows])
             for index, name in enumerate(columns)
         }
     )
+
+
+#: the DuckDB type of each plain Python type, as an Arrow table registers it
+_LITERAL_TYPES = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
+_INT64 = range(-(1 << 63), 1 << 63)
+
+
+def _literal_relation(columns: Sequence[str], rows: list[Sequence[Any]]) -> str | None:
+    """``rows`` as a parenthesised query of typed SQL literals, the relation
+    :func:`_arrow` would register (same column types: a column of only None is
+    INTEGER); None when the batch is large or holds a value Arrow would type or
+    convert otherwise (mixed kinds, other types, an int beyond int64, a string
+    with a NUL or a lone surrogate)."""
+    if len(rows) > LITERAL_ROWS:
+        return None
+    types = []
+    for index in range(len(columns)):
+        kinds = {type(row[index]) for row in rows} - {type(None)}
+        if len(kinds) > 1 or not kinds <= _LITERAL_TYPES.keys():
+            return None
+        types.append(_LITERAL_TYPES[kinds.pop()] if kinds else "INTEGER")
+    records = []
+    for row in rows:
+        cells = []
+        for index, kind in enumerate(types):
+            cell = _literal(row[index])
+            if cell is None:
+                return None
+            cells.append(f"cast({cell} as {kind})")
+        records.append(f"({', '.join(cells)})")
+    names = ", ".join('"' + name.replace('"', '""') + '"' for name in columns)
+    return f"(select * from (values {', '.join(records)}) as _rows({names}))"
+
+
+def _literal(value: Any) -> str | None:
+    """SQL for one plain value (None: it needs Arrow)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value) if value in _INT64 else None
+    if isinstance(value, float):
+        return f"'{value!r}'"  # repr round-trips; 'inf' and 'nan' cast too
+    if "\x00" in value:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return _sql_literal(value)
 
 
 def _where(origins: Sequence[str] | None, index: int) -> str:

@@ -73,3 +73,65 @@ def test_an_unknown_column_or_uneven_rows_are_refused_writing_nothing(con):
     ):
         write_dicts(con, "raw.artifacts", rows)
     assert con.execute("select count(*) from raw.artifacts").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("columns", "rows"),
+    [
+        (
+            ("s", "i", "f", "b", "n"),
+            [
+                ("x", 1, 1.5, True, None),
+                ('it\'s "q"\n\tü', -5, float("inf"), False, None),
+                (None, 2**63 - 1, float("nan"), None, None),
+                ("", -(2**63), -0.0, True, None),
+            ],
+        ),
+        (("f",), [(1e-300,), (5e-324,), (1e300,), (float("-inf"),)]),
+    ],
+)
+def test_a_small_batch_of_plain_values_is_the_relation_arrow_gives(columns, rows):
+    import duckdb
+
+    from warehouse.raw_tables import _arrow, _literal_relation
+
+    con = duckdb.connect()
+    literal = _literal_relation(columns, rows)
+    assert literal is not None
+    con.register("arrow_rows", _arrow(columns, rows))
+    for query in ("describe {}", "select * from {}"):
+        assert repr(con.execute(query.format(literal)).fetchall()) == repr(
+            con.execute(query.format("arrow_rows")).fetchall()
+        )
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [[(1,), (1.5,)], [(2**63,)], [("a\x00b",)], [("\ud800",)], [(b"x",)]]
+    + [[(True,), (1,)], [(index,) for index in range(65)]],
+)
+def test_values_arrow_would_type_otherwise_are_left_to_arrow(rows):
+    from warehouse.raw_tables import _literal_relation
+
+    assert _literal_relation(("c",), rows) is None
+
+
+def test_a_one_row_registration_imports_neither_pyarrow_nor_pandas(tmp_path):
+    import subprocess
+    import sys
+
+    warehouse.connect(tmp_path / "w.duckdb").close()  # its schema, created
+    code = (
+        "import sys, warehouse\n"
+        "from warehouse.raw_tables import write\n"
+        f"con = warehouse.connect({str(tmp_path / 'w.duckdb')!r})\n"
+        "with warehouse.transaction(con):\n"
+        "    write(con, 'raw.source_files', ('file_sha256', 'kind', 'file_name', "
+        "'path', 'byte_size', 'row_count'), [('sha256:ab', 'matrix', 'f.csv', "
+        "'/f.csv', 10, 1)])\n"
+        "print('LOADED', sorted(m for m in ('pyarrow', 'pandas') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert "LOADED []" in done.stdout

@@ -58,7 +58,12 @@ from ingest.matrix_format import (
 from ingest.matrix_scan import Scan, plain_copy, read_header, scan_file
 from warehouse import InputError, WarehouseError, transaction
 from warehouse.progress import NULL_PROGRESS, Progress
-from warehouse.raw_tables import SOURCE_FILE_COLUMNS, DuplicateKey, write_query
+from warehouse.raw_tables import (
+    SOURCE_FILE_COLUMNS,
+    BadRow,
+    DuplicateKey,
+    write_query,
+)
 from warehouse.raw_tables import write as write_rows
 from warehouse.reloads import reload_status
 from warehouse.table_contracts import table
@@ -227,7 +232,7 @@ def _spilling(con: duckdb.DuckDBPyConnection, scratch: Path) -> Iterator[None]:
 class _Refused(Exception):
     """DuckDB refused the load, or could not vouch for its reading (rolled back)."""
 
-    def __init__(self, error: duckdb.Error | None = None) -> None:
+    def __init__(self, error: Exception | None = None) -> None:
         super().__init__(str(error) if error else "the records miss physical lines")
         self.error = error
 
@@ -344,7 +349,7 @@ def _write(
             line=duplicate.second,
             column=", ".join(KEY_COLUMNS),
         ) from None
-    except duckdb.Error as error:
+    except (duckdb.Error, BadRow) as error:  # a bad cell, or DuckDB read otherwise
         raise _Refused(error) from None
     return rows, counts, warnings
 

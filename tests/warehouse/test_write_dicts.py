@@ -135,3 +135,66 @@ def test_a_one_row_registration_imports_neither_pyarrow_nor_pandas(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert "LOADED []" in done.stdout
+
+
+def _matrix_query(bad: str) -> str:
+    """Five raw.matrix_rows rows of release 'r'; row 3's cell as ``bad`` says."""
+    cells = {
+        "release": "'r'",
+        "file_sha256": "'sha256:ab'",
+        "line_number": "i",
+        "dataset": "'d'",
+        "example_id": "'e' || i",
+        "reader_model": "'m'",
+        "method": "'raw'",
+        "correct": "0",
+        "question": "'q'",
+        "question_type": "''",
+        "reference_answer": "'a'",
+        "judge_score": "null",
+        "generated_answer": "'a'",
+        "evidence_tokens": "null",
+        "reader_raw_accuracy": "null",
+        "transition_type": "''",
+    }
+    column, value = bad.split("=", 1)
+    cells[column] = f"case when i = 3 then {value} else {cells[column]} end"
+    selected = ", ".join(f"{sql} as {name}" for name, sql in cells.items())
+    return f"select {selected} from range(5) t(i)"
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        ("release='s'", "lies outside {'release': 'r'}"),
+        ("example_id=' \t'", "has an empty key column 'example_id'"),
+        ("method=null", "has an empty key column 'method'"),
+        ("correct=2", "has column 'correct' not one of 0, 1"),
+        ("transition_type='bogus'", "has column 'transition_type' not one of"),
+    ],
+)
+def test_write_query_refuses_a_bad_row_as_it_streams(con, bad, problem):
+    from warehouse.raw_tables import BadRow, write_query
+
+    columns = TABLES["raw.matrix_rows"].columns
+    with pytest.raises(BadRow) as refused, transaction(con):
+        write_query(
+            con,
+            "raw.matrix_rows",
+            columns,
+            _matrix_query(bad),
+            scope={"release": "r"},
+            order="line_number",
+        )
+    assert str(refused.value).startswith(f"raw.matrix_rows: a new row {problem}")
+    assert con.execute("select count(*) from raw.matrix_rows").fetchone()[0] == 0
+    with transaction(con):
+        written = write_query(
+            con,
+            "raw.matrix_rows",
+            columns,
+            _matrix_query("correct=1"),
+            scope={"release": "r"},
+            order="line_number",
+        )
+    assert written.inserted == 5

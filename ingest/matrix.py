@@ -15,8 +15,8 @@ The load streams: memory stays flat whatever the file's size. One pass
 one SQL statement parses it with DuckDB's CSV reader (which inflates a ``.gz``
 itself), checks every cell (:mod:`ingest.matrix_checks`), numbers the lines (a
 running sum of the lines each record spans) and inserts the rows through
-:func:`warehouse.raw_tables.write_query`, which checks the keys among the new rows
-only. When DuckDB refuses the file, or its records do not account for every
+:func:`warehouse.raw_tables.write_query`, which checks each row against the table
+contract as it streams in and the keys among the new rows only. When DuckDB refuses the file, or its records do not account for every
 physical line, the load is rolled back and the file is examined: a bad cell is
 named by a second streamed pass, and a file DuckDB cannot read is read by the csv
 module (:mod:`ingest.matrix_csv`), which names the bad place exactly (or, when it

@@ -15,8 +15,8 @@ The load streams: memory stays flat whatever the file's size. One pass
 one SQL statement parses it with DuckDB's CSV reader (which inflates a ``.gz``
 itself), checks every cell (:mod:`ingest.matrix_checks`), numbers the lines (a
 running sum of the lines each record spans) and inserts the rows through
-:func:`warehouse.raw_tables.write_query`, which checks the keys among the new rows
-only. When DuckDB refuses the file, or its records do not account for every
+:func:`warehouse.raw_tables.write_query`, which checks each row against the table
+contract as it streams in and the keys among the new rows only. When DuckDB refuses the file, or its records do not account for every
 physical line, the load is rolled back and the file is examined: a bad cell is
 named by a second streamed pass, and a file DuckDB cannot read is read by the csv
 module (:mod:`ingest.matrix_csv`), which names the bad place exactly (or, when it
@@ -58,7 +58,12 @@ from ingest.matrix_format import (
 from ingest.matrix_scan import Scan, plain_copy, read_header, scan_file
 from warehouse import InputError, WarehouseError, transaction
 from warehouse.progress import NULL_PROGRESS, Progress
-from warehouse.raw_tables import SOURCE_FILE_COLUMNS, DuplicateKey, write_query
+from warehouse.raw_tables import (
+    SOURCE_FILE_COLUMNS,
+    BadRow,
+    DuplicateKey,
+    write_query,
+)
 from warehouse.raw_tables import write as write_rows
 from warehouse.reloads import reload_status
 from warehouse.table_contracts import table
@@ -227,7 +232,7 @@ def _spilling(con: duckdb.DuckDBPyConnection, scratch: Path) -> Iterator[None]:
 class _Refused(Exception):
     """DuckDB refused the load, or could not vouch for its reading (rolled back)."""
 
-    def __init__(self, error: duckdb.Error | None = None) -> None:
+    def __init__(self, error: Exception | None = None) -> None:
         super().__init__(str(error) if error else "the records miss physical lines")
         self.error = error
 
@@ -344,7 +349,7 @@ def _write(
             line=duplicate.second,
             column=", ".join(KEY_COLUMNS),
         ) from None
-    except duckdb.Error as error:
+    except (duckdb.Error, BadRow) as error:  # a bad cell, or DuckDB read otherwise
         raise _Refused(error) from None
     return rows, counts, warnings
 

@@ -1,8 +1,11 @@
 """The matrix's cell checks, as SQL over the parsed records, and what they report.
 
 Every check is one SQL condition, true on a bad cell: the load fails on the first
-one inside its streamed insert, then :func:`first_bad_cells` finds the first bad
-cell by line and :func:`raise_first_bad` names its file, line and column. The
+one inside its streamed insert (the checks of the keys and transitions are the
+table contract's, which :func:`warehouse.raw_tables.write_query` applies to the
+same rows in the same statement; the others are the matrix's own), then
+:func:`first_bad_cells` finds the first bad cell by line and
+:func:`raise_first_bad` names its file, line and column. The
 warnings (counts that differ from the published ones, references that normalise
 to empty) never refuse a load.
 """
@@ -26,7 +29,7 @@ from ingest.matrix_format import (
     show,
 )
 from warehouse import InputError
-from warehouse.raw_tables import BLANK_PATTERN
+from warehouse.raw_tables import blank_sql
 from warehouse.text_rules import normalize_answer
 
 
@@ -34,7 +37,7 @@ def checks() -> dict[str, tuple[str, str]]:
     """Column -> (SQL condition true on a bad cell, what a good cell is)."""
     # a key of only whitespace ("   ") is as empty as "": it names nothing
     found = {
-        name: (_blank(quoted(name)), "a non-empty key value (not only whitespace)")
+        name: (blank_sql(quoted(name)), "a non-empty key value (not only whitespace)")
         for name in KEY_COLUMNS
     }
     values = ", ".join(literal(value) for value in CORRECT_VALUES)
@@ -54,17 +57,6 @@ def checks() -> dict[str, tuple[str, str]]:
         ", ".join(named) + " or empty",
     )
     return found
-
-
-def _blank(cell: str) -> str:
-    """SQL: ``cell`` matches BLANK_PATTERN. Every character the pattern admits is
-    below '!' or not ASCII (tests/ingest/test_matrix_checks.py), so a cell starting
-    with a printable ASCII character skips the regular expression (strings compare
-    by bytes: U+0080 and above start with byte 0xC2 or higher)."""
-    return (
-        f"(({cell} < '!' or {cell} >= chr(128)) and "
-        f"regexp_full_match({cell}, {literal(BLANK_PATTERN)}))"
-    )
 
 
 def typed(name: str) -> str:
@@ -130,16 +122,29 @@ def duckdb_source(
     )
 
 
+#: The columns whose check is the contract's own (an empty key, a transition label
+#: not allowed: KEY_COLUMNS and TRANSITION_LABELS come from raw.matrix_rows's
+#: contract), which write_query applies as the rows stream into the insert; the
+#: ``correct`` check is stricter than the contract's (the text "0" or "1", not any
+#: spelling of the number) and stays the matrix's.
+CONTRACT_CHECKED = (*KEY_COLUMNS, "transition_type")
+
+
 def checked_rows(source: str, release: str, digest: str, numeric: bool = False) -> str:
     """SQL: raw.matrix_rows's new rows from ``source``, typed; the query fails on
-    the first bad cell. ``numeric``: ``source`` gives the float columns as doubles
+    the first bad cell of a check that is not :data:`CONTRACT_CHECKED` (the
+    insert, on the others). ``numeric``: ``source`` gives the float columns as doubles
     (:func:`duckdb_source`), so a bad one is one that is not finite."""
     numbers = {"correct"} if numeric else {"correct", *FLOAT_COLUMNS}
     cells = ", ".join(
         f"{typed(name)} as {quoted(name)}" if name in numbers else quoted(name)
         for name in COLUMNS
     )
-    conditions = {name: condition for name, (condition, _) in checks().items()}
+    conditions = {
+        name: condition
+        for name, (condition, _) in checks().items()
+        if name not in CONTRACT_CHECKED
+    }
     if numeric:
         conditions |= {name: f"not isfinite({quoted(name)})" for name in FLOAT_COLUMNS}
     bad = " or ".join(f"({condition})" for condition in conditions.values())

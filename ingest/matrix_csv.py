@@ -1,6 +1,7 @@
 """The reference route: the matrix read by the csv module, which names a bad place
 exactly. It runs when DuckDB refuses the file or reads it otherwise; when the csv
-module can read the file, its records are loaded as Arrow batches.
+module can read the file, its records are loaded as Arrow batches (pyarrow is
+imported only then: the fast route needs none of it).
 """
 
 from __future__ import annotations
@@ -10,14 +11,16 @@ import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
 from ingest.matrix_format import COLUMNS, TEXT_COLUMNS, header_order
 from ingest.matrix_scan import decode
 from warehouse import InputError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Records per Arrow batch.
 BATCH_ROWS = 20_000
@@ -33,17 +36,20 @@ class CsvRows:
     cell is data).
     """
 
-    SCHEMA = pa.schema(
-        [(name, pa.string()) for name in COLUMNS]
-        + [("_span", pa.int64()), ("_line", pa.int64())]
-    )
-
     def __init__(self, file: str, plain: Path) -> None:
+        import pyarrow as pa
+
         self.file, self.plain = file, plain
         self.error: InputError | None = None
+        self.schema = pa.schema(
+            [(name, pa.string()) for name in COLUMNS]
+            + [("_span", pa.int64()), ("_line", pa.int64())]
+        )
 
     def reader(self) -> pa.RecordBatchReader:
-        return pa.RecordBatchReader.from_batches(self.SCHEMA, self._kept())
+        import pyarrow as pa
+
+        return pa.RecordBatchReader.from_batches(self.schema, self._kept())
 
     def _kept(self) -> Iterator[pa.RecordBatch]:
         try:
@@ -102,6 +108,8 @@ class CsvRows:
                 yield self._batch(batch)
 
     def _batch(self, rows: list[list]) -> pa.RecordBatch:
+        import pyarrow as pa
+
         columns = list(zip(*rows, strict=True))
         arrays = []
         for index, name in enumerate(COLUMNS):
@@ -110,7 +118,7 @@ class CsvRows:
                 cells = [cell or None for cell in cells]
             arrays.append(pa.array(cells, pa.string()))
         arrays += [pa.array(columns[-2], pa.int64()), pa.array(columns[-1], pa.int64())]
-        return pa.RecordBatch.from_arrays(arrays, schema=self.SCHEMA)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
 def _ragged(row: list[str], header: list[str], file: str, line: int) -> InputError:

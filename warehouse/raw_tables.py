@@ -33,10 +33,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from warehouse.errors import WarehouseError
 from warehouse.table_contracts import KEY_DEFAULTS, POLICY_COLUMNS, RawTable, table
@@ -45,7 +44,18 @@ from warehouse.table_contracts import KEY_DEFAULTS, POLICY_COLUMNS, RawTable, ta
 from warehouse.table_contracts import READER_COLUMNS as READER_COLUMNS
 from warehouse.table_contracts import SOURCE_FILE_COLUMNS as SOURCE_FILE_COLUMNS
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 _counter = itertools.count()
+
+#: A batch of at most this many rows of plain values (str, int, float, bool,
+#: None; one kind per column) reaches DuckDB as SQL literals typed as Arrow would
+#: type them; a larger batch, or one with other values, as an Arrow table. A
+#: registration of one file or release then imports neither pyarrow nor the
+#: pandas it pulls in (a third of a second). Not parameters: binding any Python
+#: parameter makes DuckDB import pandas.
+LITERAL_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,10 @@ def write(
     if contract.rule == "keep":
         rows = _first_per_key(contract, columns, rows)
     _check_values(contract, columns, rows, origins)
+    literal = _literal_relation(columns, rows)
+    if literal is not None:
+        _check_batch_keys(con, contract, literal, origins)
+        return _apply(con, contract, columns, literal, len(rows))
     view = f"_ragledger_rows_{next(_counter)}"
     con.register(view, _arrow(columns, rows))
     try:
@@ -154,6 +168,18 @@ BLANK_PATTERN = (
 )
 
 
+def blank_sql(cell: str) -> str:
+    """SQL: ``cell`` (a text expression) matches :data:`BLANK_PATTERN`. Every
+    character the pattern admits is below '!' or not ASCII
+    (tests/ingest/test_matrix_lines.py), so a cell starting with a printable ASCII
+    character skips the regular expression (strings compare by bytes: U+0080 and
+    above start with byte 0xC2 or higher)."""
+    return (
+        f"(({cell} < '!' or {cell} >= chr(128)) and "
+        f"regexp_full_match({cell}, {_sql_literal(BLANK_PATTERN)}))"
+    )
+
+
 class DuplicateKey(WarehouseError):
     """A key given twice in one :func:`write_query`: ``key`` holds its values,
     ``first`` and ``second`` the ``order`` values of its first two rows."""
@@ -161,6 +187,11 @@ class DuplicateKey(WarehouseError):
     def __init__(self, message: str, key: tuple[Any, ...], first: Any, second: Any):
         super().__init__(message)
         self.key, self.first, self.second = key, first, second
+
+
+class BadRow(WarehouseError):
+    """A row of one :func:`write_query` breaks its table's contract (outside the
+    scope, an empty key, a value not allowed or out of range)."""
 
 
 def write_query(
@@ -176,11 +207,15 @@ def write_query(
     """Insert the rows of ``query`` (a SELECT giving ``columns``) in one streamed
     statement: the bulk-load form of :func:`write` for append tables.
 
-    ``scope`` maps key columns to the value every new row has (a release); no
-    stored row may be in scope, so the new keys are checked among the new rows
-    only, after the insert and inside the caller's transaction: stored rows outside
-    the scope are never read. ``order`` (a column, e.g. a line number) decides which
-    duplicate :class:`DuplicateKey` names: the one whose second row comes first.
+    Each row is checked as it streams into the insert, by the rules :func:`write`
+    applies (it lies in ``scope``, its key columns are not empty, its values are
+    allowed and in range): the first bad row fails the statement with
+    :class:`BadRow`, and the caller's transaction is rolled back. ``scope`` maps
+    key columns to the value every new row has (a release); no stored row may be
+    in scope, so the new keys are checked among the new rows only, after the
+    insert and inside the caller's transaction: stored rows outside the scope are
+    never read. ``order`` (a column, e.g. a line number) decides which duplicate
+    :class:`DuplicateKey` names: the one whose second row comes first.
     """
     contract = table(name)
     if contract.rule != "append" or not set(scope) <= set(contract.key):
@@ -190,47 +225,61 @@ def write_query(
     if con.execute(f"select 1 from {name} where {where} limit 1").fetchone():
         raise WarehouseError(f"{name}: rows with {dict(scope)} are already stored")
     names = ", ".join(f'"{c}"' for c in columns)
-    inserted = con.execute(
-        f"insert into {name} ({names}) select {names} from ({query})", list(params)
-    ).fetchone()[0]
-    blank = _sql_literal(BLANK_PATTERN)
-    problems = [
-        (
-            f"key column '{c}' is empty",
-            f'"{c}" is null or regexp_full_match("{c}", {blank})',
+    statement = (
+        f"insert into {name} ({names}) select {names} from ({query}) "
+        f"where {_row_guard(contract, scope)}"
+    )
+    try:
+        # no parameters, no binding: binding one makes DuckDB import pandas
+        done = (
+            con.execute(statement, list(params)) if params else con.execute(statement)
         )
-        for c in contract.key
-    ]
+    except duckdb.Error as error:
+        text = str(error)
+        found = text.find(f"{name}: a new row ")
+        if found < 0:
+            raise
+        raise BadRow(text[found:].splitlines()[0]) from None
+    inserted = done.fetchone()[0]
+    _check_scope_keys(con, contract, scope, where, order)
+    _note_rows(inserted)
+    return WriteResult(inserted)
+
+
+def _row_guard(contract: RawTable, scope: Mapping[str, Any]) -> str:
+    """SQL, true on a good row; a bad row raises an error naming its problem."""
+    outside = " or ".join(
+        f'"{c}" is distinct from {_sql_literal(v)}' for c, v in scope.items()
+    )
+    problems = [(f"lies outside {dict(scope)}", outside)]
+    for column in contract.key:
+        cell = f'"{column}"'
+        problems.append(
+            (
+                f"has an empty key column '{column}'",
+                f"{cell} is null or {blank_sql(cell)}",
+            )
+        )
     for column, allowed in contract.allowed.items():
         listed = ", ".join(_sql_literal(value) for value in allowed)
         problems.append(
             (
-                f"column '{column}' is not one of {listed}",
+                f"has column '{column}' not one of {listed}",
                 f'"{column}" not in ({listed})',
             )
         )
     for column, (low, high) in contract.ranges.items():
         problems.append(
             (
-                f"column '{column}' is outside [{low:g}, {high:g}]",
+                f"has column '{column}' outside [{low:g}, {high:g}]",
                 f'"{column}" not between {low!r} and {high!r}',
             )
         )
-    counts = con.execute(
-        "select count(*), "
-        + ", ".join(f"count(*) filter (where {sql})" for _, sql in problems)
-        + f" from {name} where {where}"
-    ).fetchone()
-    if counts[0] != inserted:
-        raise WarehouseError(
-            f"{name}: {inserted - counts[0]} new row(s) lie outside {dict(scope)}"
-        )
-    for (problem, _), bad in zip(problems, counts[1:], strict=True):
-        if bad:
-            raise WarehouseError(f"{name}: {bad} new row(s): {problem}")
-    _check_scope_keys(con, contract, where, order)
-    _note_rows(inserted)
-    return WriteResult(inserted)
+    cases = " ".join(
+        f"when {sql} then error({_sql_literal(f'{contract.name}: a new row {problem}')})"
+        for problem, sql in problems
+    )
+    return f"(case {cases} else true end)"
 
 
 def _sql_literal(value: Any) -> str:
@@ -242,21 +291,24 @@ def _sql_literal(value: Any) -> str:
 def _check_scope_keys(
     con: duckdb.DuckDBPyConnection,
     contract: RawTable,
+    scope: Mapping[str, Any],
     where: str,
     order: str,
 ) -> None:
-    """Duplicate keys among the rows in scope. 64-bit key hashes are grouped first
-    (small and spillable); only rows whose hash repeats are compared in full."""
+    """Duplicate keys among the rows in scope. 64-bit hashes of the key columns
+    the scope leaves free are grouped first (small and spillable); only rows whose
+    hash repeats are compared in full."""
     keys = _key_list(contract)
+    free = ", ".join(f'"{c}"' for c in contract.key if c not in scope) or keys
     repeated = con.execute(
-        f"select list(h) from (select hash({keys}) as h from {contract.name} "
+        f"select list(h) from (select hash({free}) as h from {contract.name} "
         f"where {where} group by h having count(*) > 1)"
     ).fetchone()[0]
     if not repeated:
         return
     duplicate = con.execute(
         f'select {keys}, list("{order}" order by "{order}") as os from {contract.name} '
-        f"where {where} and hash({keys}) in (select unnest(?::ubigint[])) "
+        f"where {where} and hash({free}) in (select unnest(?::ubigint[])) "
         "group by all having count(*) > 1 order by os[2] limit 1",
         [repeated],
     ).fetchone()
@@ -283,12 +335,65 @@ def _first_per_key(
 
 
 def _arrow(columns: Sequence[str], rows: list[Sequence[Any]]) -> pa.Table:
+    import pyarrow as pa  # only batches _literal_relation does not take need it
+
     return pa.table(
         {
             name: pa.array([row[index] for row in rows])
             for index, name in enumerate(columns)
         }
     )
+
+
+#: the DuckDB type of each plain Python type, as an Arrow table registers it
+_LITERAL_TYPES = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
+_INT64 = range(-(1 << 63), 1 << 63)
+
+
+def _literal_relation(columns: Sequence[str], rows: list[Sequence[Any]]) -> str | None:
+    """``rows`` as a parenthesised query of typed SQL literals, the relation
+    :func:`_arrow` would register (same column types: a column of only None is
+    INTEGER); None when the batch is large or holds a value Arrow would type or
+    convert otherwise (mixed kinds, other types, an int beyond int64, a string
+    with a NUL or a lone surrogate)."""
+    if len(rows) > LITERAL_ROWS:
+        return None
+    types = []
+    for index in range(len(columns)):
+        kinds = {type(row[index]) for row in rows} - {type(None)}
+        if len(kinds) > 1 or not kinds <= _LITERAL_TYPES.keys():
+            return None
+        types.append(_LITERAL_TYPES[kinds.pop()] if kinds else "INTEGER")
+    records = []
+    for row in rows:
+        cells = []
+        for index, kind in enumerate(types):
+            cell = _literal(row[index])
+            if cell is None:
+                return None
+            cells.append(f"cast({cell} as {kind})")
+        records.append(f"({', '.join(cells)})")
+    names = ", ".join('"' + name.replace('"', '""') + '"' for name in columns)
+    return f"(select * from (values {', '.join(records)}) as _rows({names}))"
+
+
+def _literal(value: Any) -> str | None:
+    """SQL for one plain value (None: it needs Arrow)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value) if value in _INT64 else None
+    if isinstance(value, float):
+        return f"'{value!r}'"  # repr round-trips; 'inf' and 'nan' cast too
+    if "\x00" in value:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return _sql_literal(value)
 
 
 def _where(origins: Sequence[str] | None, index: int) -> str:

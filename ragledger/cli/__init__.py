@@ -44,8 +44,12 @@ COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in LAZY_COMMANDS.valu
 class _Commands(dict):
     """``group.commands``: looking one name up loads one module; listing loads all."""
 
+    def __init__(self, group: LazyGroup, commands: dict[str, click.Command]) -> None:
+        super().__init__(commands)
+        self.group = group
+
     def _all(self) -> None:
-        load_all()
+        self.group.load_all()
 
     def __iter__(self):  # noqa: ANN204
         self._all()
@@ -72,25 +76,53 @@ class LazyGroup(click.Group):
     """A click group that imports a command's module only when it is used.
 
     click's documented lazy-loading pattern, with ``--help`` listing the
-    commands from :data:`LAZY_COMMANDS` without importing any of them; code
-    that walks ``group.commands`` sees every command.
+    commands from its table (``lazy``: name -> (module in ragledger.cli, help);
+    :data:`LAZY_COMMANDS` by default) without importing any of them; code that
+    walks ``group.commands`` sees every command. A loaded command accepts
+    ``--db`` (:func:`ragledger.cli.common.accept_database_everywhere`).
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        lazy: dict[str, tuple[str, str]] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.commands = _Commands(self.commands)
+        self.lazy = LAZY_COMMANDS if lazy is None else lazy
+        self.modules = tuple(dict.fromkeys(module for module, _ in self.lazy.values()))
+        self.loaded: set[str] = set()
+        self.commands = _Commands(self, self.commands)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(LAZY_COMMANDS) | set(dict.keys(self.commands)))
+        return sorted(set(self.lazy) | set(dict.keys(self.commands)))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands:
-            entry = LAZY_COMMANDS.get(cmd_name)
-            for module in (entry[0],) if entry else COMMAND_MODULES:
-                _load(self, module)
-                if cmd_name in self.commands:
+        if cmd_name not in dict.keys(self.commands):
+            entry = self.lazy.get(cmd_name)
+            for module in (entry[0],) if entry else self.modules:
+                self.load(module)
+                if cmd_name in dict.keys(self.commands):
                     break
         return dict.get(self.commands, cmd_name)
+
+    def load(self, module_name: str) -> None:
+        """Import one module of the table and add its ``COMMANDS``."""
+        if module_name in self.loaded:
+            return
+        self.loaded.add(module_name)
+        module = importlib.import_module(f"ragledger.cli.{module_name}")
+        from ragledger.cli.common import accept_database_everywhere
+
+        for command in module.COMMANDS:
+            accept_database_everywhere(command)
+            self.add_command(command)
+
+    def load_all(self) -> click.Group:
+        """Import every module of the table (tests and documentation tools)."""
+        for module_name in self.modules:
+            self.load(module_name)
+        return self
 
     def format_commands(
         self, ctx: click.Context, formatter: click.HelpFormatter
@@ -101,37 +133,18 @@ class LazyGroup(click.Group):
         limit = formatter.width - 6 - max(len(name) for name in names)
         rows = []
         for name in names:
-            if name in LAZY_COMMANDS:
-                text = click.utils.make_default_short_help(
-                    LAZY_COMMANDS[name][1], limit
-                )
+            if name in self.lazy:
+                text = click.utils.make_default_short_help(self.lazy[name][1], limit)
             else:
-                text = self.commands[name].get_short_help_str(limit)
+                text = dict.__getitem__(self.commands, name).get_short_help_str(limit)
             rows.append((name, text))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
 
-_LOADED: set[str] = set()
-
-
-def _load(group: click.Group, module_name: str) -> None:
-    if module_name in _LOADED:
-        return
-    _LOADED.add(module_name)
-    module = importlib.import_module(f"ragledger.cli.{module_name}")
-    from ragledger.cli.common import accept_database_everywhere
-
-    for command in module.COMMANDS:
-        accept_database_everywhere(command)
-        group.add_command(command)
-
-
 def load_all() -> click.Group:
     """Import every command module (tests and documentation tools)."""
-    for module_name in COMMAND_MODULES:
-        _load(main, module_name)
-    return main
+    return main.load_all()
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -170,7 +170,9 @@ def accept_database_everywhere(command: click.Command) -> None:
     if not any("--db" in param.opts for param in command.params):
         command.params.append(database_option())
     if isinstance(command, click.Group):
-        for sub in command.commands.values():
+        # the subcommands loaded so far: a lazy group gives the others --db as
+        # it loads them (ragledger.cli.LazyGroup)
+        for sub in dict.values(command.commands):
             accept_database_everywhere(sub)
 
 

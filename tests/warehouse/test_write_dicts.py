@@ -73,3 +73,128 @@ def test_an_unknown_column_or_uneven_rows_are_refused_writing_nothing(con):
     ):
         write_dicts(con, "raw.artifacts", rows)
     assert con.execute("select count(*) from raw.artifacts").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("columns", "rows"),
+    [
+        (
+            ("s", "i", "f", "b", "n"),
+            [
+                ("x", 1, 1.5, True, None),
+                ('it\'s "q"\n\tü', -5, float("inf"), False, None),
+                (None, 2**63 - 1, float("nan"), None, None),
+                ("", -(2**63), -0.0, True, None),
+            ],
+        ),
+        (("f",), [(1e-300,), (5e-324,), (1e300,), (float("-inf"),)]),
+    ],
+)
+def test_a_small_batch_of_plain_values_is_the_relation_arrow_gives(columns, rows):
+    import duckdb
+
+    from warehouse.raw_tables import _arrow, _literal_relation
+
+    con = duckdb.connect()
+    literal = _literal_relation(columns, rows)
+    assert literal is not None
+    con.register("arrow_rows", _arrow(columns, rows))
+    for query in ("describe {}", "select * from {}"):
+        assert repr(con.execute(query.format(literal)).fetchall()) == repr(
+            con.execute(query.format("arrow_rows")).fetchall()
+        )
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [[(1,), (1.5,)], [(2**63,)], [("a\x00b",)], [("\ud800",)], [(b"x",)]]
+    + [[(True,), (1,)], [(index,) for index in range(65)]],
+)
+def test_values_arrow_would_type_otherwise_are_left_to_arrow(rows):
+    from warehouse.raw_tables import _literal_relation
+
+    assert _literal_relation(("c",), rows) is None
+
+
+def test_a_one_row_registration_imports_neither_pyarrow_nor_pandas(tmp_path):
+    import subprocess
+    import sys
+
+    warehouse.connect(tmp_path / "w.duckdb").close()  # its schema, created
+    code = (
+        "import sys, warehouse\n"
+        "from warehouse.raw_tables import write\n"
+        f"con = warehouse.connect({str(tmp_path / 'w.duckdb')!r})\n"
+        "with warehouse.transaction(con):\n"
+        "    write(con, 'raw.source_files', ('file_sha256', 'kind', 'file_name', "
+        "'path', 'byte_size', 'row_count'), [('sha256:ab', 'matrix', 'f.csv', "
+        "'/f.csv', 10, 1)])\n"
+        "print('LOADED', sorted(m for m in ('pyarrow', 'pandas') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert "LOADED []" in done.stdout
+
+
+def _matrix_query(bad: str) -> str:
+    """Five raw.matrix_rows rows of release 'r'; row 3's cell as ``bad`` says."""
+    cells = {
+        "release": "'r'",
+        "file_sha256": "'sha256:ab'",
+        "line_number": "i",
+        "dataset": "'d'",
+        "example_id": "'e' || i",
+        "reader_model": "'m'",
+        "method": "'raw'",
+        "correct": "0",
+        "question": "'q'",
+        "question_type": "''",
+        "reference_answer": "'a'",
+        "judge_score": "null",
+        "generated_answer": "'a'",
+        "evidence_tokens": "null",
+        "reader_raw_accuracy": "null",
+        "transition_type": "''",
+    }
+    column, value = bad.split("=", 1)
+    cells[column] = f"case when i = 3 then {value} else {cells[column]} end"
+    selected = ", ".join(f"{sql} as {name}" for name, sql in cells.items())
+    return f"select {selected} from range(5) t(i)"
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        ("release='s'", "lies outside {'release': 'r'}"),
+        ("example_id=' \t'", "has an empty key column 'example_id'"),
+        ("method=null", "has an empty key column 'method'"),
+        ("correct=2", "has column 'correct' not one of 0, 1"),
+        ("transition_type='bogus'", "has column 'transition_type' not one of"),
+    ],
+)
+def test_write_query_refuses_a_bad_row_as_it_streams(con, bad, problem):
+    from warehouse.raw_tables import BadRow, write_query
+
+    columns = TABLES["raw.matrix_rows"].columns
+    with pytest.raises(BadRow) as refused, transaction(con):
+        write_query(
+            con,
+            "raw.matrix_rows",
+            columns,
+            _matrix_query(bad),
+            scope={"release": "r"},
+            order="line_number",
+        )
+    assert str(refused.value).startswith(f"raw.matrix_rows: a new row {problem}")
+    assert con.execute("select count(*) from raw.matrix_rows").fetchone()[0] == 0
+    with transaction(con):
+        written = write_query(
+            con,
+            "raw.matrix_rows",
+            columns,
+            _matrix_query("correct=1"),
+            scope={"release": "r"},
+            order="line_number",
+        )
+    assert written.inserted == 5

@@ -52,7 +52,6 @@ from ingest.matrix_format import (
     PUBLISHED_COUNTS,
     TEXT_COLUMNS,
     TRANSITIONS,
-    literal,
     show,
 )
 from ingest.matrix_scan import Scan, plain_copy, read_header, scan_file
@@ -66,6 +65,7 @@ from warehouse.raw_tables import (
 )
 from warehouse.raw_tables import write as write_rows
 from warehouse.reloads import reload_status
+from warehouse.sql_text import string_literal as literal
 from warehouse.table_contracts import table
 
 __all__ = [

@@ -24,12 +24,12 @@ from ingest.matrix_format import (
     PUBLISHED_COUNTS,
     TEXT_COLUMNS,
     TRANSITION_LABELS,
-    literal,
-    quoted,
     show,
 )
 from warehouse import InputError
 from warehouse.raw_tables import blank_sql
+from warehouse.sql_text import quote_identifier as quoted
+from warehouse.sql_text import string_literal as literal
 from warehouse.text_rules import normalize_answer
 
 

@@ -66,15 +66,3 @@ def show(value: str | None, limit: int = 40) -> str:
         return "an empty cell"
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 4] + "...'"
-
-
-def quoted(name: str) -> str:
-    """An SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def literal(value: str) -> str:
-    """An SQL string literal (DuckDB's parser ends a string at NUL: that is
-    spelled ``chr(0)``)."""
-    parts = ["'" + part.replace("'", "''") + "'" for part in value.split("\0")]
-    return parts[0] if len(parts) == 1 else f"({' || chr(0) || '.join(parts)})"

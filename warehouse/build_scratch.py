@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from warehouse.connections import connect
 from warehouse.dbt_project import project_fingerprint
 from warehouse.lake import Location
+from warehouse.sql_text import string_literal
 
 if TYPE_CHECKING:
     from warehouse.build_changes import BuildPlan
@@ -38,8 +39,8 @@ def scratch_file(location: Location) -> Path:
 def attach_scratch(con: Any, location: Location, *, read_only: bool) -> None:
     """Attach the scratch database to ``con`` as ``dbt``."""
     mode = " (read_only)" if read_only else ""
-    path = str(scratch_file(location)).replace("'", "''")
-    con.execute(f"attach '{path}' as {SCRATCH_ALIAS}{mode}")
+    path = string_literal(str(scratch_file(location)))
+    con.execute(f"attach {path} as {SCRATCH_ALIAS}{mode}")
 
 
 def scratch_session(location: Location, *, read_only: bool) -> Any:

@@ -32,6 +32,7 @@ import duckdb
 
 from warehouse.extensions import EXTENSIONS, _package_file
 from warehouse.lake import LAKE_ALIAS, Location
+from warehouse.sql_text import string_literal
 
 #: the DuckDB release whose extensions ship on PyPI (and that wrote the snapshot)
 DUCKDB_VERSION = duckdb.__version__
@@ -67,7 +68,7 @@ def install_statements(location: Location) -> list[str]:
         package, file_name = EXTENSIONS[name]
         source = _package_file(file_name)
         target = str(source) if source is not None else f"<{file_name} of {package}>"
-        statements.append(f"INSTALL {_literal(target)}")
+        statements.append(f"INSTALL {string_literal(target)}")
     return statements
 
 
@@ -226,10 +227,6 @@ def _installed_version(package: str) -> str:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return f"{DUCKDB_VERSION}.*"
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _shell_word(text: str) -> str:

@@ -32,6 +32,7 @@ from warehouse.lake import (
     resolve,
 )
 from warehouse.redaction import redact
+from warehouse.sql_text import escaped
 
 __all__ = [
     "DATABASE_ENV",
@@ -109,7 +110,7 @@ def connect(
         raise
     if not read_only and at is None and str(location.root) not in _TEMP_LAKES:
         OPENED.add(location)
-    con.execute(f"set variable ragledger_lake_root = '{_sql(str(location.root))}'")
+    con.execute(f"set variable ragledger_lake_root = '{escaped(str(location.root))}'")
     _LOCATIONS[str(location.root)] = location
     if migrate and not read_only and at is None:
         from warehouse.schema import migrate as apply_migrations
@@ -291,7 +292,3 @@ def _remove_orphans(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(
             f"call ducklake_delete_orphaned_files('{LAKE_ALIAS}', cleanup_all => true)"
         )
-
-
-def _sql(text: str) -> str:
-    return text.replace("'", "''")

@@ -35,6 +35,7 @@ from warehouse.connections import current_snapshot
 from warehouse.errors import WarehouseError
 from warehouse.lake import Location, resolve
 from warehouse.processes import alive
+from warehouse.sql_text import escaped
 
 SCHEMAS = ("raw", "marts", "analysis")
 #: table -> column it is partitioned by
@@ -331,13 +332,13 @@ def _export_table(con, base: Path, schema: str, table: str) -> dict[str, Any]:
     if partition:
         con.execute(
             f"copy (select * from {relation} order by {order}) to "
-            f"'{_sql(str(folder))}' (format parquet, compression zstd, "
+            f"'{escaped(str(folder))}' (format parquet, compression zstd, "
             f"partition_by ({partition}), overwrite_or_ignore)"
         )
     else:
         con.execute(
             f"copy (select * from {relation} order by {order}) to "
-            f"'{_sql(str(folder / 'part-0.parquet'))}' (format parquet, compression zstd)"
+            f"'{escaped(str(folder / 'part-0.parquet'))}' (format parquet, compression zstd)"
         )
     count = con.execute(f"select count(*) from {relation}").fetchone()[0]
     files = [
@@ -364,7 +365,3 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return "sha256:" + digest.hexdigest()
-
-
-def _sql(text: str) -> str:
-    return text.replace("'", "''")

@@ -36,6 +36,7 @@ from pathlib import Path
 import duckdb
 
 from warehouse.errors import WarehouseError
+from warehouse.sql_text import string_literal
 
 #: extension name -> (PyPI package, file name inside the package)
 EXTENSIONS = {
@@ -79,7 +80,7 @@ def new_instance(names: tuple[str, ...] | None = None) -> duckdb.DuckDBPyConnect
         )
         try:
             for path in paths:
-                con.execute(f"LOAD {_literal(path)}")
+                con.execute(f"LOAD {string_literal(path)}")
         except BaseException:
             con.close()
             raise
@@ -122,7 +123,7 @@ def ensure_installed(con: duckdb.DuckDBPyConnection) -> None:
                 f"missing: pip install '{package}=={duckdb.__version__}.*' "
                 "(ragledger never downloads extensions)"
             )
-        con.execute(f"INSTALL {_literal(str(source))}")
+        con.execute(f"INSTALL {string_literal(str(source))}")
 
 
 _PATHS: dict[str, str] = {}
@@ -240,7 +241,3 @@ def _package_file(file_name: str) -> Path | None:
         for candidate in (Path(base) / "extensions" / version).glob(f"*/{file_name}"):
             return candidate
     return None
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

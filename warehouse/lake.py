@@ -31,6 +31,7 @@ from pathlib import Path
 
 from warehouse.errors import WarehouseError
 from warehouse.redaction import redact
+from warehouse.sql_text import string_literal
 
 #: Environment variables (the CLI's ``--db`` sets the first).
 DATABASE_ENV = "RAGLEDGER_DB"
@@ -88,13 +89,13 @@ class Location:
         snapshot: int | None = None,
     ) -> str:
         """The ``ATTACH`` statement a DuckDB client runs to reach this lake."""
-        options = [f"DATA_PATH {_literal(self.data_path)}"]
+        options = [f"DATA_PATH {string_literal(self.data_path)}"]
         if snapshot is not None:
             options.append(f"SNAPSHOT_VERSION {int(snapshot)}")
         if read_only or snapshot is not None:
             options.append("READ_ONLY")
         return (
-            f"ATTACH {_literal('ducklake:' + self.catalog)} AS {alias} "
+            f"ATTACH {string_literal('ducklake:' + self.catalog)} AS {alias} "
             f"({', '.join(options)})"
         )
 
@@ -393,10 +394,6 @@ def _file_lock(location: Location, name: str, holder: str) -> Iterator[None]:
         yield
     finally:
         lock.release()
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def copy_warehouse(source: str | Path | Location, target: str | Path) -> Location:

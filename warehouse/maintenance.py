@@ -23,6 +23,7 @@ from warehouse.exports import remove_dead_partials
 from warehouse.job_files import trim_ended_log
 from warehouse.lake import LAKE_ALIAS, Location, resolve, write_lock
 from warehouse.schema import MIGRATIONS_DIR
+from warehouse.sql_text import escaped, string_literal
 
 #: A folder holding a duckdb 2.x package (``pip install --target DIR duckdb==2.0.1``)
 #: to read 0.1 warehouse files written by duckdb 2.x (storage version 69).
@@ -301,7 +302,7 @@ def _columns(
 ) -> tuple[str, list[str]]:
     """``(source relation, columns)``: OLD's exported table and the columns it
     shares with the lake's table of that name."""
-    source = f"read_parquet('{_sql(str(file))}')"
+    source = f"read_parquet('{escaped(str(file))}')"
     wanted = [
         column
         for (column,) in con.execute(
@@ -355,9 +356,9 @@ def _export_tables(con: duckdb.DuckDBPyConnection, folder: str) -> None:
         "where table_schema in ('raw', 'analysis') and table_type = 'BASE TABLE'"
     ).fetchall()
     for schema, name in rows:
-        target = f"{folder}/{schema}.{name}.parquet".replace("'", "''")
+        target = string_literal(f"{folder}/{schema}.{name}.parquet")
         con.execute(
-            f"copy (select * from {schema}.{name}) to '{target}' (format parquet)"
+            f"copy (select * from {schema}.{name}) to {target} (format parquet)"
         )
 
 
@@ -431,7 +432,7 @@ def _migrate_export(files: list[Path]) -> None:
     try:
         con.execute("create schema raw")
         for name in touched:
-            source = _sql(str(raw[name]))
+            source = escaped(str(raw[name]))
             con.execute(
                 f"create table raw.\"{name}\" as select * from read_parquet('{source}')"
             )
@@ -439,11 +440,7 @@ def _migrate_export(files: list[Path]) -> None:
             con.execute(text)
         for name in touched:
             con.execute(
-                f"copy raw.\"{name}\" to '{_sql(str(raw[name]))}' (format parquet)"
+                f"copy raw.\"{name}\" to '{escaped(str(raw[name]))}' (format parquet)"
             )
     finally:
         con.close()
-
-
-def _sql(text: str) -> str:
-    return text.replace("'", "''")

@@ -16,6 +16,7 @@ from warehouse.build_scratch import SCRATCH_ALIAS, attach_scratch, scratch_file
 from warehouse.connections import connect, current_snapshot, transaction
 from warehouse.dbt_project import dataset_partitioned_models
 from warehouse.lake import Location
+from warehouse.sql_text import escaped
 
 if TYPE_CHECKING:
     from warehouse.build_changes import BuildPlan
@@ -191,7 +192,9 @@ def _replace_table(con: Any, name: str) -> None:
         [name, name],
     ).fetchone()
     if comment and comment[0]:
-        con.execute(f"comment on table lake.marts.\"{name}\" is '{_sql(comment[0])}'")
+        con.execute(
+            f"comment on table lake.marts.\"{name}\" is '{escaped(comment[0])}'"
+        )
     for column, text in con.execute(
         "select column_name, comment from duckdb_columns() where database_name = "
         "'dbt' and schema_name = 'marts' and table_name = ? and comment is not null "
@@ -199,9 +202,5 @@ def _replace_table(con: Any, name: str) -> None:
         [name],
     ).fetchall():
         con.execute(
-            f'comment on column lake.marts."{name}"."{column}" is \'{_sql(text)}\''
+            f'comment on column lake.marts."{name}"."{column}" is \'{escaped(text)}\''
         )
-
-
-def _sql(text: str) -> str:
-    return text.replace("'", "''")

@@ -15,11 +15,7 @@ from typing import Any
 import duckdb
 
 from warehouse.errors import WarehouseError
-
-
-def quote_identifier(name: str) -> str:
-    """``name`` as a double-quoted SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
+from warehouse.sql_text import quote_identifier
 
 
 def quote_relation(relation: str) -> str:

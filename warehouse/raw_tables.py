@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from warehouse.errors import WarehouseError
+from warehouse.sql_text import string_literal
 from warehouse.table_contracts import KEY_DEFAULTS, POLICY_COLUMNS, RawTable, table
 
 # the loaders' column lists, kept importable from here (they live in the contracts)
@@ -283,9 +284,7 @@ def _row_guard(contract: RawTable, scope: Mapping[str, Any]) -> str:
 
 
 def _sql_literal(value: Any) -> str:
-    return (
-        "'" + value.replace("'", "''") + "'" if isinstance(value, str) else repr(value)
-    )
+    return string_literal(value) if isinstance(value, str) else repr(value)
 
 
 def _check_scope_keys(

@@ -43,6 +43,7 @@ from warehouse.job_files import job_marker, log_ended, new_run_id
 from warehouse.lake import LAKE_ALIAS
 from warehouse.processes import alive
 from warehouse.raw_tables import write
+from warehouse.sql_text import string_literal
 
 RUN_COLUMNS = (
     "run_id",
@@ -148,13 +149,16 @@ def _finish(
     counts: Mapping[str, Any] | None,
     rows_written: int | None = None,
 ) -> None:
+    # literals, not parameters: binding one makes DuckDB import pandas (sql_text)
+    written = (
+        f", rows_written = {int(rows_written)}" if rows_written is not None else ""
+    )
+    counts_json = string_literal(canonical_json(dict(counts or {})))
     con.execute(
-        "update raw.runs set status = ?, finished_at = current_timestamp, "
-        "counts_json = ?" + (", rows_written = ?" if rows_written is not None else "")
-        + " where run_id = ?",
-        [status, canonical_json(dict(counts or {})),
-         *([rows_written] if rows_written is not None else []), run_id],
-    )  # fmt: skip
+        f"update raw.runs set status = {string_literal(status)}, "
+        f"finished_at = current_timestamp, counts_json = {counts_json}{written} "
+        f"where run_id = {string_literal(run_id)}"
+    )
 
 
 def mark_interrupted(con: duckdb.DuckDBPyConnection) -> int:
@@ -326,13 +330,13 @@ def _upsert(
 ) -> None:
     """The job's one run row, written or brought up to date (in the caller's
     transaction)."""
-    if not con.execute(
-        "select 1 from raw.runs where run_id = ?", [running.run_id]
-    ).fetchone():
+    run = string_literal(running.run_id)
+    if not con.execute(f"select 1 from raw.runs where run_id = {run}").fetchone():
         _start(con, running.run_id, running.kind, running.command, running.config, None)
+        began = running.started_at.astimezone().replace(tzinfo=None).isoformat(" ")
         con.execute(  # when the job began, not when its first commit did
-            "update raw.runs set started_at = ? where run_id = ?",
-            [running.started_at.astimezone().replace(tzinfo=None), running.run_id],
+            f"update raw.runs set started_at = timestamp {string_literal(began)} "
+            f"where run_id = {run}"
         )
     with_rows = _has_rows_written(con)
     _finish(con, running.run_id, status, {"rows": rows}, rows if with_rows else None)

@@ -48,6 +48,7 @@ from warehouse.snapshot_state import (
     lake_state,
     published_snapshot,
 )
+from warehouse.sql_text import escaped, string_literal
 
 __all__ = ["FileState", "file_state", "is_current", "publish", "published_snapshot"]
 
@@ -131,7 +132,7 @@ def _write_partial(
         if held is not None and changes is not None:
             _update(con, held, wanted, changes, held.snapshot, snapshot)
         else:
-            con.execute(f"attach '{_sql(str(partial))}' as published")
+            con.execute(f"attach '{escaped(str(partial))}' as published")
             _write_all(con, wanted)
         _write_info(con, location, identity, snapshot, wanted)
         con.execute("detach published")
@@ -156,7 +157,7 @@ def _attach_copy(
     the copy is detached and removed, and the file must be written anew.
     """
     _kernel_copy(target, partial)
-    con.execute(f"attach '{_sql(str(partial))}' as published")
+    con.execute(f"attach '{escaped(str(partial))}' as published")
     changes = (
         None if _mostly_free(con) else _changes_since(con, held.snapshot, snapshot)
     )
@@ -187,7 +188,7 @@ def _tables_at(
         for schema, name, comment in con.execute(
             "select schema_name, table_name, comment from duckdb_tables() "
             "where database_name = 'pinned' and schema_name in "
-            f"({', '.join(_literal(schema) for schema in schemas) or 'null'})"
+            f"({', '.join(string_literal(schema) for schema in schemas) or 'null'})"
         ).fetchall()
     }
     meta = f"__ducklake_metadata_{lake.LAKE_ALIAS}"
@@ -292,8 +293,8 @@ def _update(
             schema, name = key
             con.execute(
                 f"insert into published.{_name(*key)} by name select * from "
-                f"ducklake_table_insertions('pinned', '{_sql(schema)}', "
-                f"'{_sql(name)}', {start + 1}, {end})"
+                f"ducklake_table_insertions('pinned', '{escaped(schema)}', "
+                f"'{escaped(name)}', {start + 1}, {end})"
             )
             continue
         if key[0] not in schemas:
@@ -325,14 +326,14 @@ def _copy_table(
         f"create table published.{_name(*key)} as select * from pinned.{_name(*key)}"
     )
     if comment:
-        con.execute(f"comment on table published.{_name(*key)} is '{_sql(comment)}'")
+        con.execute(f"comment on table published.{_name(*key)} is '{escaped(comment)}'")
     for column, text in con.execute(
         "select column_name, comment from duckdb_columns() where database_name = "
-        f"'pinned' and schema_name = {_literal(schema)} and table_name = "
-        f"{_literal(name)} and comment is not null and comment <> ''"
+        f"'pinned' and schema_name = {string_literal(schema)} and table_name = "
+        f"{string_literal(name)} and comment is not null and comment <> ''"
     ).fetchall():
         con.execute(
-            f"comment on column published.{_name(*key)}.\"{column}\" is '{_sql(text)}'"
+            f"comment on column published.{_name(*key)}.\"{column}\" is '{escaped(text)}'"
         )
 
 
@@ -348,8 +349,8 @@ def _write_info(
     con.execute(
         f"create or replace table published.{INFO_SCHEMA}.info as select "
         f"{int(snapshot)}::bigint as snapshot_id, "
-        f"{_literal(str(location.root))}::varchar as lake, "
-        f"{_literal(identity)}::varchar as lake_identity, "
+        f"{string_literal(str(location.root))}::varchar as lake, "
+        f"{string_literal(identity)}::varchar as lake_identity, "
         "current_timestamp as published_at"
     )
     con.execute(
@@ -357,7 +358,7 @@ def _write_info(
         "schema_name varchar, table_name varchar, table_id bigint)"
     )
     rows = ", ".join(
-        f"({_literal(schema)}, {_literal(name)}, {int(table_id)})"
+        f"({string_literal(schema)}, {string_literal(name)}, {int(table_id)})"
         for (schema, name), (table_id, _) in wanted.items()
     )
     if rows:
@@ -410,11 +411,3 @@ def _remove_stale_wal(target: Path) -> None:
 
 def _name(schema: str, table: str) -> str:
     return '"' + schema.replace('"', '""') + '"."' + table.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + _sql(text) + "'"
-
-
-def _sql(text: str) -> str:
-    return text.replace("'", "''")

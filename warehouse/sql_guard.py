@@ -31,6 +31,7 @@ import duckdb
 from warehouse.connections import connect
 from warehouse.errors import WarehouseError
 from warehouse.lake import Location, resolve
+from warehouse.sql_text import string_literal
 
 #: Table functions a reader may call (DuckDB's lowercase names, resolved after
 #: unquoting; ``lake.snapshots()`` resolves to ``snapshots``): catalog listings,
@@ -120,7 +121,7 @@ def lock_down(con: duckdb.DuckDBPyConnection, location: Location) -> None:
     con.execute("set autoinstall_known_extensions = false")
     con.execute("set autoload_known_extensions = false")
     # a literal, not a parameter: binding a parameter makes DuckDB import pandas
-    folder = "'" + location.data_path.replace("'", "''") + "'"
+    folder = string_literal(location.data_path)
     con.execute(f"set allowed_directories = [{folder}]")
     con.execute("set enable_external_access = false")
     con.execute("set lock_configuration = true")

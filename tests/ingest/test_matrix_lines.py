@@ -19,7 +19,6 @@ from ingest.matrix_format import (
     FREE_TEXT_COLUMNS,
     KEY_COLUMNS,
     TEXT_COLUMNS,
-    literal,
 )
 from tests.ingest.test_matrix import (
     assert_refused,
@@ -29,6 +28,7 @@ from tests.ingest.test_matrix import (
     write_matrix,
 )
 from warehouse.raw_tables import BLANK_PATTERN
+from warehouse.sql_text import string_literal as literal
 
 
 @pytest.fixture

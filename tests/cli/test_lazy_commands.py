@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 
 import click
 
 from ragledger import cli
+from tests.fresh_process import cli_help, modules_loaded
 
 
 def test_the_static_command_table_matches_the_modules():
@@ -21,23 +20,13 @@ def test_the_static_command_table_matches_the_modules():
 
 
 def test_help_imports_no_command_module_and_lists_them_all():
-    code = (
-        "import sys\n"
-        "from ragledger.cli import main\n"
-        "try:\n"
-        "    main(['--help'], prog_name='ragledger')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "loaded = sorted(m for m in sys.modules if m.endswith('_commands') or "
-        "m in ('duckdb', 'pyarrow', 'numpy', 'rich'))\n"
-        "print('LOADED', loaded)\n"
+    loaded, printed = modules_loaded(
+        cli_help("--help"),
+        "m.endswith('_commands') or m in ('duckdb', 'pyarrow', 'numpy', 'rich')",
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert "LOADED []" in done.stdout
+    assert loaded == []
     for name in cli.LAZY_COMMANDS:
-        assert f"  {name} " in done.stdout
+        assert f"  {name} " in printed
 
 
 def test_a_command_runs_with_db_accepted_after_it():
@@ -60,22 +49,10 @@ def test_the_ingest_table_matches_its_modules():
 
 
 def test_ingest_matrix_imports_no_other_ingest_command():
-    code = (
-        "import sys\n"
-        "from ragledger.cli import main\n"
-        "try:\n"
-        "    main(['ingest', 'matrix', '--help'], prog_name='ragledger')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "loaded = sorted(m for m in sys.modules if m.startswith('ragledger.cli.ingest_')"
-        " or m in ('ingest.benchmarks', 'ingest.ragscale', 'ingest.families'))\n"
-        "print('LOADED', loaded)\n"
+    loaded, printed = modules_loaded(
+        cli_help("ingest", "matrix", "--help"),
+        "m.startswith('ragledger.cli.ingest_') or "
+        "m in ('ingest.benchmarks', 'ingest.ragscale', 'ingest.families')",
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert (
-        "LOADED ['ragledger.cli.ingest_commands', 'ragledger.cli.ingest_matrix']"
-        in (done.stdout)
-    )
-    assert "--db FILE" in done.stdout
+    assert loaded == ["ragledger.cli.ingest_commands", "ragledger.cli.ingest_matrix"]
+    assert "--db FILE" in printed

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import warehouse
+from tests.fresh_process import modules_loaded
 from warehouse import transaction
 from warehouse.errors import WarehouseError
 from warehouse.raw_tables import write_dicts
@@ -117,24 +118,18 @@ def test_values_arrow_would_type_otherwise_are_left_to_arrow(rows):
 
 
 def test_a_one_row_registration_imports_neither_pyarrow_nor_pandas(tmp_path):
-    import subprocess
-    import sys
-
     warehouse.connect(tmp_path / "w.duckdb").close()  # its schema, created
     code = (
-        "import sys, warehouse\n"
+        "import warehouse\n"
         "from warehouse.raw_tables import write\n"
         f"con = warehouse.connect({str(tmp_path / 'w.duckdb')!r})\n"
         "with warehouse.transaction(con):\n"
         "    write(con, 'raw.source_files', ('file_sha256', 'kind', 'file_name', "
         "'path', 'byte_size', 'row_count'), [('sha256:ab', 'matrix', 'f.csv', "
-        "'/f.csv', 10, 1)])\n"
-        "print('LOADED', sorted(m for m in ('pyarrow', 'pandas') if m in sys.modules))\n"
+        "'/f.csv', 10, 1)])"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert "LOADED []" in done.stdout
+    loaded, _ = modules_loaded(code, "m in ('pyarrow', 'pandas')")
+    assert loaded == []
 
 
 def _matrix_query(bad: str) -> str:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from warehouse.errors import WarehouseError
-from warehouse.sql_text import string_literal
+from warehouse.sql_text import quote_identifier, string_literal
 from warehouse.table_contracts import KEY_DEFAULTS, POLICY_COLUMNS, RawTable, table
 
 # the loaders' column lists, kept importable from here (they live in the contracts)
@@ -372,7 +372,7 @@ def _literal_relation(columns: Sequence[str], rows: list[Sequence[Any]]) -> str 
                 return None
             cells.append(f"cast({cell} as {kind})")
         records.append(f"({', '.join(cells)})")
-    names = ", ".join('"' + name.replace('"', '""') + '"' for name in columns)
+    names = ", ".join(quote_identifier(name) for name in columns)
     return f"(select * from (values {', '.join(records)}) as _rows({names}))"
 
 

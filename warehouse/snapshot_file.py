@@ -48,7 +48,7 @@ from warehouse.snapshot_state import (
     lake_state,
     published_snapshot,
 )
-from warehouse.sql_text import escaped, string_literal
+from warehouse.sql_text import escaped, quote_identifier, string_literal
 
 __all__ = ["FileState", "file_state", "is_current", "publish", "published_snapshot"]
 
@@ -410,4 +410,4 @@ def _remove_stale_wal(target: Path) -> None:
 
 
 def _name(schema: str, table: str) -> str:
-    return '"' + schema.replace('"', '""') + '"."' + table.replace('"', '""') + '"'
+    return f"{quote_identifier(schema)}.{quote_identifier(table)}"

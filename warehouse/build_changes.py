@@ -28,6 +28,7 @@ from warehouse.dbt_project import (
     source_selectors,
 )
 from warehouse.lake import Location
+from warehouse.sql_text import string_literal, varchar_list
 
 #: Raw tables every dataset's outcomes are resolved against, and how a changed
 #: row names the keys it affects.
@@ -146,9 +147,8 @@ def _changed_tables(con: Any, since: int, snapshot: int) -> set[str]:
     """Lake tables ("schema.table") written by a snapshot in (since, snapshot]."""
     ids: set[int] = set()
     for (changes,) in con.execute(
-        "select changes from lake.snapshots() where snapshot_id > ? "
-        "and snapshot_id <= ?",
-        [since, snapshot],
+        "select changes from lake.snapshots() where snapshot_id > "
+        f"{int(since)} and snapshot_id <= {int(snapshot)}"
     ).fetchall():
         for key, values in (changes or {}).items():
             if key.startswith(("schemas_", "tables_created", "tables_dropped")):
@@ -162,8 +162,7 @@ def _changed_tables(con: Any, since: int, snapshot: int) -> set[str]:
             "select distinct s.schema_name, t.table_name from "
             "__ducklake_metadata_lake.ducklake_table t join "
             "__ducklake_metadata_lake.ducklake_schema s using (schema_id) "
-            "where t.table_id in (select unnest(?::bigint[]))",
-            [sorted(ids)],
+            f"where t.table_id in (select unnest({sorted(ids)}::bigint[]))"
         ).fetchall()
     }
 
@@ -191,8 +190,8 @@ def _read_state(location: Location) -> dict[str, Any]:
         tables = {
             name
             for (name,) in con.execute(
-                "select table_name from duckdb_tables() where database_name = ?",
-                [SCRATCH_ALIAS],
+                "select table_name from duckdb_tables() where database_name = "
+                + string_literal(SCRATCH_ALIAS)
             ).fetchall()
         }
     finally:
@@ -239,7 +238,7 @@ def _changed_datasets(
             raise _FullRefresh(
                 "raw.policies changed: policy kinds are read by every dataset"
             )
-        queries, parameters = _dataset_queries(con, tables, changes)
+        queries = _dataset_queries(con, tables, changes)
         if not queries:
             return ()
         rows = con.execute(
@@ -248,8 +247,7 @@ def _changed_datasets(
                 f"select cast(d as varchar) as dataset_id from ({query}) as t(d)"
                 for query in queries
             )
-            + ") where dataset_id is not null order by dataset_id",
-            parameters,
+            + ") where dataset_id is not null order by dataset_id"
         ).fetchall()
     except duckdb.Error as error:
         raise _FullRefresh(
@@ -259,9 +257,7 @@ def _changed_datasets(
     return tuple(name for (name,) in rows)
 
 
-def _dataset_queries(
-    con: Any, tables: set[str], changes: Any
-) -> tuple[list[str], list[Any]]:
+def _dataset_queries(con: Any, tables: set[str], changes: Any) -> list[str]:
     """One query per changed raw table naming the datasets its changed rows feed."""
     readers: set[str] = set()
     for table, column in _READER_TABLES.items():
@@ -285,19 +281,17 @@ def _dataset_queries(
         f"(select release from {changes('matrix_releases')})",
     }
     queries = [query for table, query in per_table.items() if f"raw.{table}" in tables]
-    parameters: list[Any] = []
     if readers:
         # a reader's family is resolved once for every dataset it answers in
-        keys = sorted(readers)
+        keys = varchar_list(sorted(readers))
         queries += [
             "select dataset_id from lake.raw.generations where reader_id in "
-            "(select unnest(?::varchar[])) or reader_id in (select reader_id "
-            "from lake.raw.readers where model in (select unnest(?::varchar[])))",
+            f"(select unnest({keys})) or reader_id in (select reader_id "
+            f"from lake.raw.readers where model in (select unnest({keys})))",
             "select release || ':' || dataset from lake.raw.matrix_rows "
-            "where reader_model in (select unnest(?::varchar[]))",
+            f"where reader_model in (select unnest({keys}))",
             "select dataset_id from lake.raw.panel_definitions where "
             "list_has_any(from_json(reader_ids_json, '[\"varchar\"]'), "
-            "?::varchar[])",
+            f"{keys})",
         ]
-        parameters = [keys, keys, keys, keys]
-    return queries, parameters
+    return queries

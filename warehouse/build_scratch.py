@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from warehouse.connections import connect
 from warehouse.dbt_project import project_fingerprint
 from warehouse.lake import Location
-from warehouse.sql_text import string_literal
+from warehouse.sql_text import string_literal, varchar_list
 
 if TYPE_CHECKING:
     from warehouse.build_changes import BuildPlan
@@ -75,8 +75,7 @@ def prepare_scratch(location: Location, plan: BuildPlan) -> None:
             return
         con.execute(
             f"create or replace table {SCRATCH_ALIAS}.{STATE_SCHEMA}.changed_datasets "
-            "as select unnest(?::varchar[]) as dataset_id",
-            [list(plan.datasets)],
+            f"as select unnest({varchar_list(plan.datasets)}) as dataset_id"
         )
     finally:
         con.close()
@@ -97,10 +96,11 @@ def record_build(location: Location, plan: BuildPlan) -> None:
         con.execute(f"create schema if not exists {SCRATCH_ALIAS}.{STATE_SCHEMA}")
         con.execute(
             f"create or replace table {SCRATCH_ALIAS}.{STATE_SCHEMA}.state as select "
-            "cast(? as bigint) as lake_snapshot, cast(? as varchar) as snapshot_time, "
-            "cast(? as varchar) as schema_hash, cast(? as varchar) as project_hash, "
-            "current_timestamp as built_at",
-            [plan.snapshot, snapshot_time, schema_hash, project_fingerprint()],
+            f"cast({int(plan.snapshot)} as bigint) as lake_snapshot, "
+            f"cast({string_literal(snapshot_time)} as varchar) as snapshot_time, "
+            f"cast({string_literal(schema_hash)} as varchar) as schema_hash, "
+            f"cast({string_literal(project_fingerprint())} as varchar) as project_hash, "
+            "current_timestamp as built_at"
         )
         con.execute(
             f"drop table if exists {SCRATCH_ALIAS}.{STATE_SCHEMA}.changed_datasets"
@@ -124,7 +124,6 @@ def lake_snapshot_time(con: Any, snapshot: int) -> str | None:
     """The commit time of a lake snapshot, as text (None: the lake lacks it)."""
     row = con.execute(
         "select cast(snapshot_time as varchar) from lake.snapshots() "
-        "where snapshot_id = ?",
-        [snapshot],
+        f"where snapshot_id = {int(snapshot)}"
     ).fetchone()
     return None if row is None else str(row[0])

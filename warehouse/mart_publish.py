@@ -16,7 +16,7 @@ from warehouse.build_scratch import SCRATCH_ALIAS, attach_scratch, scratch_file
 from warehouse.connections import connect, current_snapshot, transaction
 from warehouse.dbt_project import dataset_partitioned_models
 from warehouse.lake import Location
-from warehouse.sql_text import escaped
+from warehouse.sql_text import quote_identifier, string_literal, varchar_list
 
 if TYPE_CHECKING:
     from warehouse.build_changes import BuildPlan
@@ -67,7 +67,7 @@ def publish_marts(
                 for kind, name in actions
             )
         )
-        datasets = list(plan.datasets) if plan is not None else []
+        datasets = varchar_list(plan.datasets if plan is not None else ())
         with transaction(con):
             con.execute("create schema if not exists lake.marts")
             for kind, name in actions:
@@ -136,41 +136,40 @@ def _same_rows(con: Any, name: str) -> bool:
     def summary(database: str) -> tuple[Any, ...]:
         return tuple(
             con.execute(
-                f'select count(*), sum(hash(t)) from {database}.marts."{name}" as t'
+                f"select count(*), sum(hash(t)) from {database}.marts."
+                f"{quote_identifier(name)} as t"
             ).fetchone()
         )
 
     return summary("lake") == summary(SCRATCH_ALIAS)
 
 
-def _publish_datasets(con: Any, name: str, key: str, datasets: list[str]) -> bool:
-    """Replace the refreshed datasets' rows of one mart; False when out of step."""
-    lake_table = f'lake.marts."{name}"'
-    scratch_table = f'{SCRATCH_ALIAS}.marts."{name}"'
+def _publish_datasets(con: Any, name: str, key: str, datasets: str) -> bool:
+    """Replace the refreshed datasets' rows of one mart; False when out of step.
+
+    ``datasets``: the refreshed datasets as an SQL list (``varchar_list``).
+    """
+    lake_table = f"lake.marts.{quote_identifier(name)}"
+    scratch_table = f"{SCRATCH_ALIAS}.marts.{quote_identifier(name)}"
     if key == "dataset_id":
         con.execute(
-            f"delete from {lake_table} where dataset_id in "
-            "(select unnest(?::varchar[]))",
-            [datasets],
+            f"delete from {lake_table} where dataset_id in (select unnest({datasets}))"
         )
         con.execute(
             f"insert into {lake_table} select * from {scratch_table} "
-            "where dataset_id in (select unnest(?::varchar[]))",
-            [datasets],
+            f"where dataset_id in (select unnest({datasets}))"
         )
     else:
         panels = f"{SCRATCH_ALIAS}.intermediate.int_panels_defined"
         con.execute(
             f"delete from {lake_table} where panel_id not in (select distinct "
             f"panel_id from {panels} where dataset_id not in "
-            "(select unnest(?::varchar[])))",
-            [datasets],
+            f"(select unnest({datasets})))"
         )
         con.execute(
             f"insert into {lake_table} select * from {scratch_table} "
             f"where panel_id in (select panel_id from {panels} where dataset_id in "
-            "(select unnest(?::varchar[])))",
-            [datasets],
+            f"(select unnest({datasets})))"
         )
     counts = con.execute(
         f"select (select count(*) from {lake_table}), "
@@ -180,27 +179,26 @@ def _publish_datasets(con: Any, name: str, key: str, datasets: list[str]) -> boo
 
 
 def _replace_table(con: Any, name: str) -> None:
+    table, literal = f"lake.marts.{quote_identifier(name)}", string_literal(name)
     con.execute(
-        f'create or replace table lake.marts."{name}" as '
-        f'select * from {SCRATCH_ALIAS}.marts."{name}"'
+        f"create or replace table {table} as "
+        f"select * from {SCRATCH_ALIAS}.marts.{quote_identifier(name)}"
     )
     comment = con.execute(
         "select comment from duckdb_tables() where database_name = 'dbt' and "
-        "schema_name = 'marts' and table_name = ? and comment is not null "
+        f"schema_name = 'marts' and table_name = {literal} and comment is not null "
         "union all select comment from duckdb_views() where database_name = "
-        "'dbt' and schema_name = 'marts' and view_name = ? and comment is not null",
-        [name, name],
+        f"'dbt' and schema_name = 'marts' and view_name = {literal} and comment "
+        "is not null"
     ).fetchone()
     if comment and comment[0]:
-        con.execute(
-            f"comment on table lake.marts.\"{name}\" is '{escaped(comment[0])}'"
-        )
+        con.execute(f"comment on table {table} is {string_literal(comment[0])}")
     for column, text in con.execute(
         "select column_name, comment from duckdb_columns() where database_name = "
-        "'dbt' and schema_name = 'marts' and table_name = ? and comment is not null "
-        "and comment <> ''",
-        [name],
+        f"'dbt' and schema_name = 'marts' and table_name = {literal} and comment "
+        "is not null and comment <> ''"
     ).fetchall():
         con.execute(
-            f'comment on column lake.marts."{name}"."{column}" is \'{escaped(text)}\''
+            f"comment on column {table}.{quote_identifier(column)} is "
+            f"{string_literal(text)}"
         )

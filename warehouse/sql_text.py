@@ -9,6 +9,8 @@ with :func:`string_literal`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 def quote_identifier(name: str) -> str:
     """``name`` as a double-quoted SQL identifier."""
@@ -25,3 +27,10 @@ def string_literal(text: str) -> str:
     NUL character, so one is spelled ``chr(0)``."""
     parts = ["'" + escaped(part) + "'" for part in text.split("\0")]
     return parts[0] if len(parts) == 1 else f"({' || chr(0) || '.join(parts)})"
+
+
+def varchar_list(values: Iterable[str]) -> str:
+    """``values`` as an SQL list of strings (``['a', 'b']::varchar[]``)."""
+    return (
+        "[" + ", ".join(string_literal(str(value)) for value in values) + "]::varchar[]"
+    )

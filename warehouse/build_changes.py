@@ -16,6 +16,7 @@ from typing import Any
 from warehouse.build_scratch import (
     SCRATCH_ALIAS,
     STATE_SCHEMA,
+    attach_scratch,
     lake_snapshot_time,
     raw_schema_fingerprint,
     scratch_file,
@@ -29,6 +30,10 @@ from warehouse.dbt_project import (
 )
 from warehouse.lake import Location
 from warehouse.sql_text import string_literal, varchar_list
+
+#: The dbt selector of the audit marts (their tag in dbt_project.yml): left out
+#: of a partial build that changes no audited panel (:func:`_audits_unaffected`).
+AUDIT_MARTS = "tag:audits"
 
 #: Raw tables every dataset's outcomes are resolved against, and how a changed
 #: row names the keys it affects.
@@ -50,6 +55,13 @@ class BuildPlan:
     #: the commit time of ``snapshot`` and the lake's raw schema fingerprint
     snapshot_time: str | None = None
     schema_hash: str | None = None
+    #: a partial build: no analysis table changed and every audit's panel is a
+    #: panel of an unchanged dataset, so the audit marts stay as they are
+    audits_unaffected: bool = False
+
+    def excluded(self) -> list[str]:
+        """dbt selectors a partial build leaves out: the audit marts when unaffected."""
+        return [AUDIT_MARTS] if not self.full and self.audits_unaffected else []
 
     def selectors(self) -> list[str]:
         """dbt selectors of what a partial build runs: what the changed tables feed."""
@@ -131,6 +143,7 @@ def _plan(
             )
         tables = _changed_tables(con, since, snapshot)
         datasets = _changed_datasets(con, since, snapshot, tables)
+        audits = _audits_unaffected(location, con, tables, datasets)
     except _FullRefresh as why:
         return BuildPlan(snapshot, True, str(why))
     except duckdb.Error as error:
@@ -140,7 +153,46 @@ def _plan(
             f"cannot read what changed since the last build: "
             f"{str(error).splitlines()[0]}",
         )
-    return BuildPlan(snapshot, False, "changed", datasets, since, tuple(sorted(tables)))
+    return BuildPlan(
+        snapshot,
+        False,
+        "changed",
+        datasets,
+        since,
+        tuple(sorted(tables)),
+        audits_unaffected=audits,
+    )
+
+
+def _audits_unaffected(
+    location: Location, con: Any, tables: set[str], datasets: tuple[str, ...]
+) -> bool:
+    """No audit mart row can change: no analysis table changed and every
+    audit's panel is, in the last build's dim_panels, a panel of a dataset
+    not refreshed now.
+
+    The audit marts read dim_panels only by the audited panel's id, and a
+    panel belongs to one dataset; a panel id is a hash over its dataset, so
+    a refreshed dataset cannot bring a panel an audit of another dataset
+    names. An audit of a panel the marts lack (a replay-audit of a ragscale
+    folder) might meet a new panel: then the audit marts are rebuilt.
+    """
+    import duckdb
+
+    if any(table.startswith("analysis.") for table in tables):
+        return False
+    try:
+        attach_scratch(con, location, read_only=True)
+        (affected,) = con.execute(
+            "select count(*) from lake.analysis.audits where panel_id not in "
+            f"(select panel_id from {SCRATCH_ALIAS}.marts.dim_panels where "
+            f"dataset_id not in (select unnest({varchar_list(datasets)})))"
+        ).fetchone()
+    except duckdb.Error:  # no dim_panels from the last build: rebuild them
+        return False
+    finally:
+        con.execute(f"detach database if exists {SCRATCH_ALIAS}")
+    return affected == 0
 
 
 def _changed_tables(con: Any, since: int, snapshot: int) -> set[str]:

@@ -5,8 +5,11 @@ dbt builds every model in a DuckDB file beside the lake
 what changed. Its schema ``ragledger_build`` holds the bookkeeping: ``state``
 (one row: the lake snapshot the last complete build read and published, that
 snapshot's commit time, a fingerprint of the lake's raw schema and of the dbt
-project) and ``changed_datasets`` (the datasets the running build refreshes;
-absent on a full refresh). The heavy models are incremental by dataset
+project), ``changed_datasets`` (the datasets the running build refreshes;
+absent on a full refresh) and ``view_digests`` (each view's compiled SQL
+digest, recorded when dbt creates the view, so a partial build keeps a view it
+would create again the same: dbt_project/macros/kept_views.sql; emptied by a
+full refresh). The heavy models are incremental by dataset
 (dbt_project/macros/dataset_partitions.sql).
 """
 
@@ -59,22 +62,26 @@ def scratch_session(location: Location, *, read_only: bool) -> Any:
 
 
 def prepare_scratch(location: Location, plan: BuildPlan) -> None:
-    """Write the datasets to refresh (or, for a full refresh, forget the state)."""
-    scratch = scratch_file(location)
-    if plan.full and not scratch.exists():
-        return
-    scratch.parent.mkdir(parents=True, exist_ok=True)
+    """Write the datasets to refresh; for a full refresh, forget the state and
+    the views' digests (dbt creates every view again and records it)."""
+    scratch_file(location).parent.mkdir(parents=True, exist_ok=True)
     con = scratch_session(location, read_only=False)
+    state = f"{SCRATCH_ALIAS}.{STATE_SCHEMA}"
+    # the views dbt created and their digests (dbt_project/macros/kept_views.sql)
+    digests = (
+        f"{state}.view_digests (relation varchar primary key, "
+        "digest varchar not null, created_at timestamptz not null)"
+    )
     try:
-        con.execute(f"create schema if not exists {SCRATCH_ALIAS}.{STATE_SCHEMA}")
+        con.execute(f"create schema if not exists {state}")
         if plan.full:
-            con.execute(f"drop table if exists {SCRATCH_ALIAS}.{STATE_SCHEMA}.state")
-            con.execute(
-                f"drop table if exists {SCRATCH_ALIAS}.{STATE_SCHEMA}.changed_datasets"
-            )
+            con.execute(f"drop table if exists {state}.state")
+            con.execute(f"drop table if exists {state}.changed_datasets")
+            con.execute(f"create or replace table {digests}")
             return
+        con.execute(f"create table if not exists {digests}")
         con.execute(
-            f"create or replace table {SCRATCH_ALIAS}.{STATE_SCHEMA}.changed_datasets "
+            f"create or replace table {state}.changed_datasets "
             f"as select unnest({varchar_list(plan.datasets)}) as dataset_id"
         )
     finally:

@@ -449,6 +449,12 @@ def _build_and_publish(
             "--exclude-resource-type",
             "unit_test",
         ]
+        if plan.excluded():
+            emit(
+                "build: audit marts left out (no audit reads a refreshed panel, "
+                "no analysis table changed)"
+            )
+            arguments += ["--exclude", " ".join(plan.excluded())]
     prepare_scratch(location, plan)
     result = run_dbt(
         arguments,

@@ -36,6 +36,7 @@ from tests.fresh_process import modules_loaded
 from warehouse import build_changes, build_scratch, dbt_project, mart_publish
 from warehouse.hashing import sha256_text
 from warehouse.lake import copy_warehouse, resolve
+from warehouse.raw_tables import write_dicts
 
 pytestmark = pytest.mark.slow
 
@@ -247,25 +248,46 @@ def toy_verified_panels(database: Path) -> dict[str, tuple[int, int]]:
         con.close()
 
 
+def view_digests(database: Path) -> dict[str, tuple[str, object]]:
+    """{view: (digest, created_at)} the scratch database records (kept_views.sql)."""
+    con = build_scratch.scratch_session(resolve(database), read_only=True)
+    try:
+        return {
+            relation: (digest, created)
+            for relation, digest, created in con.execute(
+                "select relation, digest, created_at from "
+                "dbt.ragledger_build.view_digests"
+            ).fetchall()
+        }
+    finally:
+        con.close()
+
+
 @pytest.fixture(scope="module")
 def chain(built, tmp_path_factory):
-    """Run the two steps; per step the incremental and the full fingerprints."""
+    """Run the two steps, each an incremental build of the warehouse after the
+    other's; per step the incremental fingerprints and those of a full refresh
+    of a copy of it (so the shrink step's partial build follows the grow
+    step's, as a team's builds follow each other)."""
     assert built.result.exit_code == 0, "\n".join(built.output[-40:])
     root = tmp_path_factory.mktemp("incremental")
     database = root / "warehouse.duckdb"
     copy_warehouse(built.database, database)
     before = toy_verified_panels(database)
-    steps = {}
+    steps = {"full views": view_digests(database)}
     for name, change in (("grow", grow), ("shrink", shrink)):
         change(database, root)
         incremental_output = run_build(database, root)
         incremental = fingerprints(database)
         panels = toy_verified_panels(database)
         incremental_comments = comments(database)
-        full_output = run_build(database, root, "--full-refresh")
-        full = fingerprints(database)
+        steps[f"{name} views"] = view_digests(database)
+        copy = root / f"full-{name}" / "warehouse.duckdb"
+        copy_warehouse(database, copy)
+        full_output = run_build(copy, copy.parent, "--full-refresh")
+        full = fingerprints(copy)
         steps[name] = (incremental_output, incremental, full_output, full, panels)
-        steps[f"{name} comments"] = (incremental_comments, comments(database))
+        steps[f"{name} comments"] = (incremental_comments, comments(copy))
     return before, steps, database
 
 
@@ -286,6 +308,8 @@ def test_growth_is_built_incrementally_and_equals_a_full_build(chain):
     assert panels == {"primary": (3, 2), "all_readers": (1, 3), "declared": (3, 2)}
     assert incremental == full
     assert "published lake snapshot" in output.splitlines()[-1]
+    # no audit exists, so none reads a refreshed panel
+    assert "build: audit marts left out" in output
 
 
 def test_shrinking_and_replace_are_built_incrementally_and_equal_a_full_build(chain):
@@ -298,6 +322,30 @@ def test_shrinking_and_replace_are_built_incrementally_and_equal_a_full_build(ch
     # gamma's calls are gone: the all-readers panel vanished
     assert panels == {"primary": (3, 2), "declared": (3, 2)}
     assert incremental == full
+
+
+def test_a_partial_build_keeps_the_views_it_would_create_again(chain):
+    # every view of the full build is recorded; the grow step's partial build
+    # created again only the views whose SQL reads the changed datasets alone
+    # (int_panel_memberships, ...), and the shrink step's, compiling the
+    # same SQL as the grow step's, kept every view; both steps' marts equal
+    # a full build's (test_growth_..., test_shrinking_...)
+    _, steps, _ = chain
+    full, grown, shrunk = (
+        steps["full views"],
+        steps["grow views"],
+        steps["shrink views"],
+    )
+    kept = {view for view in full if grown.get(view) == full[view]}
+    assert {
+        '"dbt"."marts"."fct_outcomes"',
+        '"dbt"."staging"."stg_matrix__rows"',
+    } <= kept
+    assert (
+        grown['"dbt"."intermediate"."int_panel_memberships"']
+        != full['"dbt"."intermediate"."int_panel_memberships"']
+    )
+    assert shrunk == grown
 
 
 def test_an_incremental_build_keeps_the_marts_column_comments(chain):
@@ -443,6 +491,66 @@ def test_a_changed_reader_family_refreshes_the_datasets_it_answers_in(planned):
     assert not plan.full, plan.reason
     # zen/r2 answers only in the toy matrix release (conftest.add_toy_panels)
     assert plan.datasets == ("toy:nq",)
+
+
+def _audit(location, panel_id: str) -> int:
+    """Write one audit of ``panel_id``; the lake snapshot after it."""
+    con = warehouse.connect(location)
+    with warehouse.transaction(con):
+        write_dicts(
+            con,
+            "analysis.audits",
+            [
+                {
+                    "audit_id": f"audit-{panel_id}",
+                    "panel_id": panel_id,
+                    "mode": "panel",
+                    "input_fingerprint": "sha256:00",
+                    "code_version": "test",
+                    "settings_json": "{}",
+                    "summary_json": "{}",
+                }
+            ],
+        )
+    after = warehouse.connections.current_snapshot(con)
+    con.close()
+    return after
+
+
+@pytest.mark.parametrize(
+    ("audited", "unaffected"),
+    [("toy-verified", True), ("toy:nq", False), (None, False)],
+)
+def test_the_audit_marts_are_left_out_unless_an_audit_reads_a_refreshed_panel(
+    planned, audited, unaffected
+):
+    location, _ = planned
+    con = warehouse.connect(location, read_only=True)
+    panel_id = (
+        "not-a-panel-in-the-marts"  # a replay-audit of a ragscale folder
+        if audited is None
+        else con.execute(
+            "select min(panel_id) from marts.dim_panels where dataset_id = ?",
+            [audited],
+        ).fetchone()[0]
+    )
+    con.close()
+    plan = build_changes.plan_build(location, _audit(location, panel_id))
+    # the audit itself is new: the audit marts read it
+    assert "analysis.audits" in plan.tables and not plan.audits_unaffected
+    build_scratch.record_build(location, plan)  # as the build of it would
+    con = warehouse.connect(location)
+    with warehouse.transaction(con):  # zen/r2 answers only in toy:nq
+        con.execute(
+            "insert into raw.reader_families (reader_model, family, source) "
+            "values ('zen/r2', 'zen-user', 'user')"
+        )
+    after = warehouse.connections.current_snapshot(con)
+    con.close()
+    plan = build_changes.plan_build(location, after)
+    assert plan.datasets == ("toy:nq",)
+    assert plan.audits_unaffected is unaffected
+    assert plan.excluded() == (["tag:audits"] if unaffected else [])
 
 
 def test_a_changed_policy_means_a_full_refresh(planned):

@@ -251,16 +251,10 @@ def toy_verified_panels(database: Path) -> dict[str, tuple[int, int]]:
 def view_digests(database: Path) -> dict[str, tuple[str, object]]:
     """{view: (digest, created_at)} the scratch database records (kept_views.sql)."""
     con = build_scratch.scratch_session(resolve(database), read_only=True)
-    try:
-        return {
-            relation: (digest, created)
-            for relation, digest, created in con.execute(
-                "select relation, digest, created_at from "
-                "dbt.ragledger_build.view_digests"
-            ).fetchall()
-        }
-    finally:
-        con.close()
+    query = "select relation, digest, created_at from dbt.ragledger_build.view_digests"
+    rows = con.execute(query).fetchall()
+    con.close()
+    return {relation: (digest, created) for relation, digest, created in rows}
 
 
 @pytest.fixture(scope="module")
@@ -477,8 +471,9 @@ def test_a_changed_project_means_a_full_refresh(planned):
     assert plan.reason == "the dbt project changed since the last build"
 
 
-def test_a_changed_reader_family_refreshes_the_datasets_it_answers_in(planned):
-    location, snapshot = planned
+def _declare_zen_family(location) -> int:
+    """Declare zen/r2's family (it answers only in the toy matrix release,
+    conftest.add_toy_panels); the lake snapshot after it."""
     con = warehouse.connect(location)
     with warehouse.transaction(con):
         con.execute(
@@ -487,7 +482,12 @@ def test_a_changed_reader_family_refreshes_the_datasets_it_answers_in(planned):
         )
     after = warehouse.connections.current_snapshot(con)
     con.close()
-    plan = build_changes.plan_build(location, after)
+    return after
+
+
+def test_a_changed_reader_family_refreshes_the_datasets_it_answers_in(planned):
+    location, _ = planned
+    plan = build_changes.plan_build(location, _declare_zen_family(location))
     assert not plan.full, plan.reason
     # zen/r2 answers only in the toy matrix release (conftest.add_toy_panels)
     assert plan.datasets == ("toy:nq",)
@@ -539,15 +539,7 @@ def test_the_audit_marts_are_left_out_unless_an_audit_reads_a_refreshed_panel(
     # the audit itself is new: the audit marts read it
     assert "analysis.audits" in plan.tables and not plan.audits_unaffected
     build_scratch.record_build(location, plan)  # as the build of it would
-    con = warehouse.connect(location)
-    with warehouse.transaction(con):  # zen/r2 answers only in toy:nq
-        con.execute(
-            "insert into raw.reader_families (reader_model, family, source) "
-            "values ('zen/r2', 'zen-user', 'user')"
-        )
-    after = warehouse.connections.current_snapshot(con)
-    con.close()
-    plan = build_changes.plan_build(location, after)
+    plan = build_changes.plan_build(location, _declare_zen_family(location))
     assert plan.datasets == ("toy:nq",)
     assert plan.audits_unaffected is unaffected
     assert plan.excluded() == (["tag:audits"] if unaffected else [])

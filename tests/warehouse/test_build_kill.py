@@ -28,7 +28,7 @@ from tests.warehouse.lake_support import (
 MOMENTS = (
     ("0.5 s", None, 0.5),
     ("2 s", None, 2.0),
-    ("during models", "START sql table model", 0.0),
+    ("during models", "START sql incremental model", 0.0),
     ("during tests", "START test", 0.0),
     ("just before publish", "Done. PASS=", 0.0),
     ("while publishing", "Done. PASS=", 0.3),

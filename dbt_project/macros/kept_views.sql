@@ -5,10 +5,11 @@
     each (create, rename, comments, drop), a fifth of a second of dbt's time
     per view. `ragledger build` records each view's digest (its compiled SQL
     and docs setting) in the scratch database's ragledger_build.view_digests
-    when it creates the view. While it refreshes only the changed datasets,
-    the project is the one the last build used (a changed project is a full
-    refresh), so a view whose digest is the recorded one is kept as it is.
-    Every other run (a full refresh, plain dbt) creates views as dbt does.
+    when it creates the view (plain dbt on the same scratch database records
+    them too). While it refreshes only the changed datasets, the project is the
+    one the last build used (a changed project is a full refresh), so a view
+    whose digest is the recorded one is kept as it is. Every other run (a full
+    refresh, plain dbt) creates views as dbt does.
 #}
 
 {% materialization view, adapter='duckdb' -%}
@@ -48,8 +49,11 @@
 
 
 {% macro view_digests_table() -%}
-    {#- ragledger_build.view_digests while `ragledger build` runs dbt, else none. -#}
-    {%- if not execute or target.name != 'build' -%}
+    {#- ragledger_build.view_digests when the scratch database has it (made by
+        `ragledger build`), else none. Every run that creates a view records
+        its digest there (plain dbt too), so a recorded digest is always the
+        one of the view as it stands. -#}
+    {%- if not execute -%}
         {{ return(none) }}
     {%- endif -%}
     {{ return(adapter.get_relation(

@@ -104,7 +104,8 @@ def record_build(location: Location, plan: BuildPlan) -> None:
         con.execute(
             f"create or replace table {SCRATCH_ALIAS}.{STATE_SCHEMA}.state as select "
             f"cast({int(plan.snapshot)} as bigint) as lake_snapshot, "
-            f"cast({string_literal(snapshot_time)} as varchar) as snapshot_time, "
+            f"cast({'null' if snapshot_time is None else string_literal(snapshot_time)}"
+            " as varchar) as snapshot_time, "
             f"cast({string_literal(schema_hash)} as varchar) as schema_hash, "
             f"cast({string_literal(project_fingerprint())} as varchar) as project_hash, "
             "current_timestamp as built_at"

@@ -67,9 +67,12 @@ def prepare_scratch(location: Location, plan: BuildPlan) -> None:
     scratch_file(location).parent.mkdir(parents=True, exist_ok=True)
     con = scratch_session(location, read_only=False)
     state = f"{SCRATCH_ALIAS}.{STATE_SCHEMA}"
-    # the views dbt created and their digests (dbt_project/macros/kept_views.sql)
+    # the views dbt created and their digests (dbt_project/macros/kept_views.sql);
+    # no key: DuckDB refuses to insert a key deleted while another transaction
+    # is open (another dbt thread's model), and a view's digest is deleted and
+    # written again by the one node that builds it
     digests = (
-        f"{state}.view_digests (relation varchar primary key, "
+        f"{state}.view_digests (relation varchar not null, "
         "digest varchar not null, created_at timestamptz not null)"
     )
     try:

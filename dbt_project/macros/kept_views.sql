@@ -33,7 +33,9 @@
         {%- endif -%}
     {%- endif -%}
     {#- forget the old digest first: a run killed at any point leaves no
-        digest that does not match its view -#}
+        digest that does not match its view. The table has no key: DuckDB
+        refuses to insert a key deleted while another thread's transaction
+        is open. -#}
     {%- call statement('forget_view_digest') -%}
         delete from {{ digests }} where relation = {{ relation }}
     {%- endcall -%}

@@ -441,6 +441,32 @@ def test_planning_and_recording_a_build_bind_no_parameters(planned):
     assert loaded == []
 
 
+def test_a_view_digest_is_recorded_again_while_another_thread_reads(planned):
+    # kept_views.sql deletes a view's digest, creates the view and writes the
+    # new digest while other dbt threads build models: a primary key on the
+    # table made DuckDB refuse the insert (the 100x benchmark's partial build)
+    location, snapshot = planned
+    plan = build_changes.BuildPlan(snapshot, False, "changed", ("toy:nq",), snapshot)
+    build_scratch.prepare_scratch(location, plan)
+    con = build_scratch.scratch_session(location, read_only=False)
+    digests = "dbt.ragledger_build.view_digests"
+    try:
+        (relation,) = con.execute(f"select min(relation) from {digests}").fetchone()
+        other_thread = con.cursor()
+        other_thread.execute("begin")
+        other_thread.execute(f"select count(*) from {digests}").fetchall()
+        con.execute(f"delete from {digests} where relation = '{relation}'")
+        con.execute(
+            f"insert into {digests} values ('{relation}', 'new', current_timestamp)"
+        )
+        other_thread.execute("commit")
+        assert con.execute(
+            f"select digest from {digests} where relation = '{relation}'"
+        ).fetchall() == [("new",)]
+    finally:
+        con.close()
+
+
 def test_no_scratch_database_means_a_full_refresh(planned):
     location, snapshot = planned
     shutil.rmtree(location.tmp_dir)

@@ -132,8 +132,9 @@ def test_a_one_row_registration_imports_neither_pyarrow_nor_pandas(tmp_path):
     assert loaded == []
 
 
-def _matrix_query(bad: str) -> str:
-    """Five raw.matrix_rows rows of release 'r'; row 3's cell as ``bad`` says."""
+def _matrix_query(bad: str, rows: str = "range(5) t(i)") -> str:
+    """Five raw.matrix_rows rows of release 'r' (or one per ``i`` of ``rows``);
+    row 3's cell as ``bad`` says."""
     cells = {
         "release": "'r'",
         "file_sha256": "'sha256:ab'",
@@ -155,7 +156,7 @@ def _matrix_query(bad: str) -> str:
     column, value = bad.split("=", 1)
     cells[column] = f"case when i = 3 then {value} else {cells[column]} end"
     selected = ", ".join(f"{sql} as {name}" for name, sql in cells.items())
-    return f"select {selected} from range(5) t(i)"
+    return f"select {selected} from {rows}"
 
 
 @pytest.mark.parametrize(
@@ -193,3 +194,40 @@ def test_write_query_refuses_a_bad_row_as_it_streams(con, bad, problem):
             order="line_number",
         )
     assert written.inserted == 5
+
+
+def test_a_split_key_check_finds_a_duplicate_in_every_share(con, monkeypatch):
+    # above KEY_CHECK_ROWS new rows the key hashes are grouped a share of the
+    # hash range per pass (a 200x matrix ran out of memory in one pass)
+    from warehouse import raw_tables
+    from warehouse.raw_tables import DuplicateKey, write_query
+
+    monkeypatch.setattr(raw_tables, "KEY_CHECK_ROWS", 5)  # 13 rows: 3 passes
+    first_in_share: dict[int, int] = {}
+    for i in range(12):
+        (share,) = con.execute(f"select hash('d', 'e{i}', 'm', 'raw') % 3").fetchone()
+        first_in_share.setdefault(share, i)
+    assert sorted(first_in_share) == [0, 1, 2]  # the keys span every share
+    columns = TABLES["raw.matrix_rows"].columns
+    for i in first_in_share.values():
+        rows = f"(select * from range(12) union all select {i}) t(i)"
+        with pytest.raises(DuplicateKey) as duplicate, transaction(con):
+            write_query(
+                con,
+                "raw.matrix_rows",
+                columns,
+                _matrix_query("correct=1", rows),
+                scope={"release": "r"},
+                order="line_number",
+            )
+        assert duplicate.value.key == ("r", "d", f"e{i}", "m", "raw")
+    with transaction(con):
+        written = write_query(
+            con,
+            "raw.matrix_rows",
+            columns,
+            _matrix_query("correct=1", "range(13) t(i)"),
+            scope={"release": "r"},
+            order="line_number",
+        )
+    assert written.inserted == 13
